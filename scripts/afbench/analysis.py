@@ -1,0 +1,105 @@
+"""The analysis behind the report, computed only from the imports (never hand-entered)."""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+from .stats import (
+    holm,
+    mcnemar_exact,
+    paired_difference,
+    pareto_frontier,
+    standard_error,
+    wilson_interval,
+)
+
+ALPHA = 0.05
+
+
+def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
+    rows = []
+    for imp in sorted(imports, key=lambda i: (-i["passes"], i["model"])):
+        low, high = wilson_interval(imp["passes"], imp["tasks"], confidence)
+        rows.append({"model": imp["model"], "display_name": imp["display_name"],
+                     "passes": imp["passes"], "tasks": imp["tasks"],
+                     "success_rate": imp["success_rate"], "wilson_low": low,
+                     "wilson_high": high,
+                     "standard_error": standard_error(imp["passes"], imp["tasks"]),
+                     "infrastructure_errors": imp["infrastructure_errors"]["count"],
+                     "over_budget_records": imp["budget_audit"]["over_budget_count"]})
+    return rows
+
+
+def paired_comparisons(imports: list[dict], confidence: float) -> dict:
+    outcome = {imp["model"]: {r["task_id"]: bool(r["success"]) for r in imp["records"]}
+               for imp in imports}
+    order = [row["model"] for row in leaderboard(imports, confidence)]
+    pairs = []
+    for a, b in combinations(order, 2):
+        tasks = sorted(outcome[a])
+        xa = [outcome[a][t] for t in tasks]
+        xb = [outcome[b][t] for t in tasks]
+        only_a = sum(x and not y for x, y in zip(xa, xb, strict=True))
+        only_b = sum(y and not x for x, y in zip(xa, xb, strict=True))
+        pairs.append({"a": a, "b": b, "tasks": len(tasks),
+                      "both": sum(x and y for x, y in zip(xa, xb, strict=True)),
+                      "only_a": only_a, "only_b": only_b,
+                      "neither": sum(not x and not y for x, y in zip(xa, xb, strict=True)),
+                      "p_exact": mcnemar_exact(only_a, only_b),
+                      **{f"difference_{k}": v
+                         for k, v in paired_difference(xa, xb, confidence).items()}})
+    adjusted = holm([p["p_exact"] for p in pairs])
+    for pair, p_adj in zip(pairs, adjusted, strict=True):
+        pair["p_holm"] = p_adj
+        pair["significant"] = p_adj < ALPHA
+    return {"test": "exact McNemar (two-sided binomial test on discordant tasks)",
+            "correction": f"Holm-Bonferroni over {len(pairs)} pairs, family-wise alpha {ALPHA}",
+            "difference": f"paired difference in success rate (a - b), {confidence:.0%} "
+                          "normal interval with the paired standard error",
+            "pairs": pairs}
+
+
+def per_source(imports: list[dict], catalog: dict) -> list[dict]:
+    rows = []
+    for source in catalog["sources"]:
+        sid = source["source_id"]
+        passes = {imp["model"]: sum(1 for r in imp["records"]
+                                    if r["source_id"] == sid and r["success"])
+                  for imp in imports}
+        n = source["n_tasks"]
+        rows.append({"source_id": sid, "title": source["title"], "tasks": n,
+                     "passes": passes,
+                     "rates": {m: (k / n if n else None) for m, k in passes.items()}})
+    return rows
+
+
+def cost_success(imports: list[dict]) -> dict:
+    points = {imp["model"]: (imp["cost_usd"]["mean"], imp["success_rate"]) for imp in imports}
+    frontier = pareto_frontier(points)
+    return {"axis": "mean reported cost per task (USD) against success rate",
+            "models": [{"model": imp["model"], "display_name": imp["display_name"],
+                        "mean_cost_usd": imp["cost_usd"]["mean"],
+                        "cost_per_solved_usd": imp["cost_usd"]["per_solved_task"],
+                        "total_cost_usd": imp["cost_usd"]["total"],
+                        "success_rate": imp["success_rate"],
+                        "on_frontier": imp["model"] in frontier}
+                       for imp in sorted(imports, key=lambda i: i["cost_usd"]["mean"])],
+            "frontier": frontier}
+
+
+def analyse(summary: dict, imports: list[dict], catalog: dict, runs: list[dict],
+            confidence: float) -> dict:
+    return {
+        "kind": "afbench analysis",
+        "note": summary["note"],
+        "release": summary["release"],
+        "confidence": confidence,
+        "source_condition": summary["source_condition"],
+        "budget_usd": summary["budget_usd"],
+        "leaderboard": leaderboard(imports, confidence),
+        "paired": paired_comparisons(imports, confidence),
+        "per_source": per_source(imports, catalog),
+        "cost_success": cost_success(imports),
+        "budget_audit": summary["budget_audit"],
+        "local_runs": runs,
+    }

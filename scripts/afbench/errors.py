@@ -1,0 +1,63 @@
+"""The one exception type the CLI turns into a clear message and a non-zero exit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where it is, what was expected, what was found."""
+
+    message: str
+    file: str | None = None
+    row: int | None = None
+    field: str | None = None
+    expected: object = None
+    found: object = None
+
+    def __str__(self) -> str:
+        where = [part for part in (
+            self.file,
+            f"row {self.row}" if self.row is not None else None,
+            f"field '{self.field}'" if self.field is not None else None,
+        ) if part]
+        text = ": ".join([*where, self.message])
+        details = []
+        if self.expected is not None:
+            details.append(f"expected {self.expected}")
+        if self.found is not None:
+            details.append(f"found {self.found!r}" if isinstance(self.found, str)
+                           else f"found {self.found}")
+        if details:
+            text += f" ({', '.join(details)})"
+        return text
+
+
+class AfbenchError(Exception):
+    """Bad input or environment. Carries every problem found, not just the first."""
+
+    def __init__(self, message: str | None = None, *, problems: Iterable[Problem] = (),
+                 **where: object) -> None:
+        found = list(problems)
+        if message is not None:
+            found.insert(0, Problem(message, **where))  # type: ignore[arg-type]
+        if not found:
+            raise ValueError("AfbenchError needs a message or problems")
+        self.problems = found
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        if len(self.problems) == 1:
+            return str(self.problems[0])
+        shown = self.problems[:50]
+        lines = [f"{len(self.problems)} problems:"] + [f"  - {p}" for p in shown]
+        if len(self.problems) > len(shown):
+            lines.append(f"  ... and {len(self.problems) - len(shown)} more")
+        return "\n".join(lines)
+
+
+def raise_if(problems: list[Problem]) -> None:
+    if problems:
+        raise AfbenchError(problems=problems)

@@ -1,0 +1,318 @@
+"""Fetch the pinned release files from https, a local git checkout or a mirror folder, and
+prove every byte with its SHA-256 pin before it lands under results/<revision>/release/."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from urllib.parse import urljoin, urlsplit
+
+from . import LICENSE_NOTE
+from .config import ReleaseFile, pinned_files, release_files, revision_dir, unpinned_models
+from .errors import AfbenchError
+from .fsutil import atomic_write_bytes, json_bytes, sha256_bytes, sha256_file
+
+MAX_REDIRECTS = 5
+
+
+class HttpsSource:
+    """Raw files at the pinned revision, e.g. https://raw.githubusercontent.com/<repo>/<rev>/."""
+
+    def __init__(self, source: dict, repository: str, revision: str) -> None:
+        self.settings = source
+        self.base = f"{source['base_url'].rstrip('/')}/{repository}/{revision}/"
+        self._session = None
+
+    def describe(self, path: str) -> str:
+        return self.base + path
+
+    def session(self):
+        if self._session is None:
+            import requests
+            from requests.adapters import HTTPAdapter
+            from urllib3.util.retry import Retry
+
+            retries = self.settings["retries"]
+            retry = Retry(total=retries, connect=retries, read=retries, status=retries,
+                          backoff_factor=self.settings["backoff_factor"], backoff_max=10,
+                          status_forcelist=(500, 502, 503, 504), allowed_methods={"GET"},
+                          redirect=False, raise_on_status=False,
+                          respect_retry_after_header=False)
+            session = requests.Session()
+            session.trust_env = False  # no proxies or netrc from the environment
+            adapter = HTTPAdapter(max_retries=retry)
+            session.mount("https://", adapter)
+            session.mount("http://", adapter)
+            self._session = session
+        return self._session
+
+    def read(self, path: str) -> bytes:
+        import requests
+
+        url = self.describe(path)
+        attempts = self.settings["retries"] + 1
+        for attempt in range(attempts):
+            try:
+                return self._read_once(url)
+            except (requests.exceptions.ChunkedEncodingError,
+                    requests.exceptions.ConnectionError,
+                    requests.exceptions.Timeout) as exc:
+                # urllib3 retries the request itself; a body cut mid-way is retried here.
+                if attempt + 1 == attempts:
+                    raise AfbenchError(
+                        f"download failed after {attempts} attempts: "
+                        f"{type(exc).__name__}: {_short(exc)}", file=url) from None
+                time.sleep(self.settings["backoff_factor"] * (2 ** attempt))
+            except requests.exceptions.RequestException as exc:
+                raise AfbenchError(f"download failed: {type(exc).__name__}: {_short(exc)}",
+                                   file=url) from None
+        raise AssertionError("unreachable")
+
+    def _read_once(self, url: str) -> bytes:
+        settings = self.settings
+        origin = urlsplit(url)[:2]
+        seen = {url}
+        for _ in range(MAX_REDIRECTS + 1):
+            response = self.session().get(
+                url, stream=True, allow_redirects=False,
+                timeout=(settings["connect_timeout_s"], settings["read_timeout_s"]))
+            with response:
+                if response.is_redirect:
+                    target = urljoin(url, response.headers.get("Location", ""))
+                    if urlsplit(target)[:2] != origin:
+                        raise AfbenchError("refusing a redirect to another host",
+                                           file=url, expected="/".join(origin),
+                                           found=target)
+                    if target in seen:
+                        raise AfbenchError("redirect loop", file=url, found=target)
+                    seen.add(target)
+                    url = target
+                    continue
+                if response.status_code != 200:
+                    raise AfbenchError(f"HTTP {response.status_code} {response.reason}",
+                                       file=url, expected="HTTP 200")
+                return self._read_body(response, url)
+        raise AfbenchError(f"more than {MAX_REDIRECTS} redirects", file=url)
+
+    def _read_body(self, response, url: str) -> bytes:
+        cap = self.settings["max_bytes"]
+        deadline = time.monotonic() + self.settings["total_timeout_s"]
+        chunks, size = [], 0
+        # iter_content inflates gzip/deflate: the cap bounds what would be written.
+        for chunk in response.iter_content(chunk_size=65536):
+            size += len(chunk)
+            if size > cap:
+                raise AfbenchError("response larger than the size cap", file=url,
+                                   expected=f"at most {cap} bytes (source.max_bytes)",
+                                   found=f"more than {cap} bytes")
+            if time.monotonic() > deadline:
+                raise AfbenchError("download exceeded the total time limit", file=url,
+                                   expected=f"at most {self.settings['total_timeout_s']} s")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc)
+    return text if len(text) < 300 else text[:300] + "..."
+
+
+class GitSource:
+    """Blobs at the pinned commit of a local checkout, whatever its work tree holds."""
+
+    def __init__(self, source: dict, revision: str) -> None:
+        if not source.get("checkout"):
+            raise AfbenchError("source.kind is git but source.checkout is not set",
+                               field="source.checkout")
+        self.checkout = Path(source["checkout"]).resolve()
+        self.revision = revision
+        self.max_bytes = source["max_bytes"]
+        self._checked = False
+
+    def describe(self, path: str) -> str:
+        return f"git:{self.checkout}@{self.revision}:{path}"
+
+    def _git(self, *args: str) -> subprocess.CompletedProcess:
+        try:
+            return subprocess.run(["git", "-C", str(self.checkout), *args],
+                                  capture_output=True, check=False)
+        except FileNotFoundError:
+            raise AfbenchError("git is not installed; it is needed for source.kind git") \
+                from None
+
+    def _check_commit(self) -> None:
+        if self._checked:
+            return
+        if not self.checkout.is_dir():
+            raise AfbenchError("git checkout not found", file=str(self.checkout))
+        probe = self._git("cat-file", "-e", f"{self.revision}^{{commit}}")
+        if probe.returncode != 0:
+            raise AfbenchError("the checkout does not contain the pinned commit "
+                               "(fetch it, e.g. `git fetch origin <revision>`)",
+                               file=str(self.checkout), expected=self.revision)
+        self._checked = True
+
+    def read(self, path: str) -> bytes:
+        self._check_commit()
+        size = self._git("cat-file", "-s", f"{self.revision}:{path}")
+        if size.returncode != 0:
+            raise AfbenchError("file not present at the pinned commit",
+                               file=self.describe(path))
+        if int(size.stdout) > self.max_bytes:
+            raise AfbenchError("file larger than the size cap", file=self.describe(path),
+                               expected=f"at most {self.max_bytes} bytes",
+                               found=f"{int(size.stdout)} bytes")
+        blob = self._git("cat-file", "blob", f"{self.revision}:{path}")
+        if blob.returncode != 0:
+            raise AfbenchError(f"git could not read the blob: {blob.stderr.decode().strip()}",
+                               file=self.describe(path))
+        return blob.stdout
+
+
+class DirSource:
+    """A local folder laid out like the repository at the pinned revision."""
+
+    def __init__(self, source: dict) -> None:
+        if not source.get("mirror"):
+            raise AfbenchError("source.kind is dir but source.mirror is not set",
+                               field="source.mirror")
+        self.root = Path(source["mirror"]).resolve()
+        self.max_bytes = source["max_bytes"]
+
+    def describe(self, path: str) -> str:
+        return str(self.root / path)
+
+    def read(self, path: str) -> bytes:
+        target = (self.root / path).resolve()
+        if not target.is_relative_to(self.root):
+            raise AfbenchError("path leaves the mirror folder", file=str(self.root / path))
+        if not target.is_file():
+            raise AfbenchError("file not found in the mirror", file=str(target))
+        if target.stat().st_size > self.max_bytes:
+            raise AfbenchError("file larger than the size cap", file=str(target),
+                               expected=f"at most {self.max_bytes} bytes")
+        return target.read_bytes()
+
+
+def make_source(config: dict):
+    source, release = config["source"], config["release"]
+    if source["kind"] == "https":
+        return HttpsSource(source, release["repository"], release["revision"])
+    if source["kind"] == "git":
+        return GitSource(source, release["revision"])
+    return DirSource(source)
+
+
+def release_path(config: dict, spec: ReleaseFile) -> Path:
+    return revision_dir(config) / "release" / spec.path
+
+
+def verify_cached(path: Path, spec: ReleaseFile) -> bool:
+    """True if a verified copy is already in place; an error if something else is there."""
+    if path.is_symlink():
+        raise AfbenchError("cached release file is a symbolic link; refusing it",
+                           file=str(path))
+    if not path.exists():
+        return False
+    actual = sha256_file(path)
+    if actual != spec.sha256:
+        raise AfbenchError(
+            "cached release file does not match its pin; delete it to fetch it again",
+            file=str(path), expected=f"sha256 {spec.sha256}", found=f"sha256 {actual}")
+    return True
+
+
+def fetch_one(config: dict, spec: ReleaseFile, source=None) -> Path:
+    if not spec.sha256:
+        raise AfbenchError("file has no SHA-256 pin, so it cannot be verified",
+                           file=spec.path, field="sha256")
+    dest = release_path(config, spec)
+    if verify_cached(dest, spec):
+        return dest
+    source = source or make_source(config)
+    data = source.read(spec.path)
+    actual = sha256_bytes(data)
+    if actual != spec.sha256:
+        raise AfbenchError("downloaded bytes do not match the pin; nothing was written",
+                           file=source.describe(spec.path),
+                           expected=f"sha256 {spec.sha256}", found=f"sha256 {actual}")
+    atomic_write_bytes(dest, data, read_only=True)
+    return dest
+
+
+def read_verified(config: dict, spec: ReleaseFile) -> bytes:
+    """The bytes of a fetched release file, re-verified against its pin at read time."""
+    path = release_path(config, spec)
+    if not spec.sha256:
+        raise AfbenchError("file has no SHA-256 pin and is never read", file=spec.path)
+    if path.is_symlink():
+        raise AfbenchError("release file is a symbolic link; refusing it", file=str(path))
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise AfbenchError("release file not fetched yet (run `afbench fetch`)",
+                           file=str(path)) from None
+    actual = sha256_bytes(data)
+    if actual != spec.sha256:
+        raise AfbenchError("release file changed since it was verified; refusing to read it",
+                           file=str(path), expected=f"sha256 {spec.sha256}",
+                           found=f"sha256 {actual}")
+    return data
+
+
+def receipt(config: dict) -> dict:
+    """What was fetched, from where, with both hashes: every pinned file must be in place."""
+    source = make_source(config)
+    files = []
+    for spec in pinned_files(config):
+        path = release_path(config, spec)
+        if not verify_cached(path, spec):
+            raise AfbenchError("release file missing; fetch it first", file=str(path))
+        files.append({
+            "key": spec.key, "kind": spec.kind, "path": spec.path,
+            "source": source.describe(spec.path),
+            "expected_sha256": spec.sha256, "actual_sha256": sha256_file(path),
+            "size": path.stat().st_size, "verified": True,
+        })
+    release = config["release"]
+    return {
+        "release": {key: release[key] for key in ("name", "repository", "revision", "synthetic")},
+        "source_kind": config["source"]["kind"],
+        "files": files,
+        "skipped": [{"key": slug, "path": config["models"][slug]["path"],
+                     "reason": "no SHA-256 pin in config; not fetched, never read"}
+                    for slug in unpinned_models(config)],
+        "license": LICENSE_NOTE,
+    }
+
+
+def fetch_release(config: dict, only: list[str] | None = None) -> list[str]:
+    """Fetch (or re-verify) files; without `only`, all pinned files and then the receipt.
+
+    Returns warnings for the caller to show.
+    """
+    known = {spec.key: spec for spec in release_files(config)}
+    warnings = []
+    if only:
+        unknown = [key for key in only if key not in known]
+        if unknown:
+            raise AfbenchError(f"unknown release file {unknown[0]!r}",
+                               expected=f"one of {sorted(known)}")
+        specs = [known[key] for key in only]
+        for spec in specs:
+            if not spec.sha256:
+                from .config import missing_pin_error
+
+                raise missing_pin_error(config, spec.key)
+    else:
+        specs = pinned_files(config)
+        warnings = [f"model '{slug}' has no SHA-256 pin in config: skipped (supply "
+                    f"models.{slug}.sha256 to fetch it)" for slug in unpinned_models(config)]
+    source = make_source(config)
+    for spec in specs:
+        fetch_one(config, spec, source)
+    if not only:
+        atomic_write_bytes(revision_dir(config) / "release" / "receipt.json",
+                           json_bytes(receipt(config)))
+    return warnings

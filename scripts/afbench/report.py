@@ -1,0 +1,159 @@
+"""The self-contained HTML report: one offline page, every input value escaped."""
+
+from __future__ import annotations
+
+from html import escape
+
+from . import LICENSE_NOTE
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2733;
+background:#f6f7f9;line-height:1.45}
+main{max-width:1100px;margin:0 auto;padding:1.5rem}
+h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:2px solid
+#dfe3e8;padding-bottom:.3rem}
+.banner{background:#b3261e;color:#fff;padding:.9rem 1.5rem;font-weight:700;font-size:1.05rem}
+.card{background:#fff;border:1px solid #dfe3e8;border-radius:8px;padding:1rem 1.2rem;
+margin:1rem 0;overflow-x:auto}
+table{border-collapse:collapse;font-size:.85rem;width:100%}
+th,td{padding:.3rem .5rem;border-bottom:1px solid #eef0f3;text-align:right;white-space:nowrap}
+th:first-child,td:first-child{text-align:left}th{background:#f0f2f5}
+.note{color:#56606b;font-size:.85rem}.apart{border-left:5px solid #e0a800}
+.sig{font-weight:700;color:#1f5f8b}.mono{font-family:ui-monospace,monospace;font-size:.78rem}
+figure{margin:0}svg{max-width:100%;height:auto}
+"""
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _usd(x: float | None) -> str:
+    return "—" if x is None else f"{x:,.2f}"
+
+
+def _table(header: list[str], rows: list[list[object]], cls: str = "") -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"
+                   for row in rows)
+    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
+    release = analysis["release"]
+    labels = {r["model"]: r["display_name"] for r in analysis["leaderboard"]}
+    models = [r["model"] for r in analysis["leaderboard"]]
+    conf = analysis["confidence"]
+    parts = []
+    if release["synthetic"]:
+        parts.append('<div class="banner" id="synthetic-banner">SYNTHETIC DEMO DATA — generated '
+                     'by afbench for testing the pipeline. These are not AutoformBench results; '
+                     'never cite them.</div>')
+    parts.append("<main>")
+    parts.append(f"<h1>{escape(release['name'])}: results report</h1>")
+    parts.append(f'<p class="note">Revision <span class="mono">{escape(release["revision"])}'
+                 f'</span> of {escape(release["repository"])} · condition '
+                 f'{escape(analysis["source_condition"])} · nominal budget USD '
+                 f'{analysis["budget_usd"]:g} per task. {escape(analysis["note"])}</p>')
+
+    board = analysis["leaderboard"]
+    parts.append('<h2 id="leaderboard">Leaderboard (reported results)</h2><div class="card">')
+    parts.append(f"<figure>{figures['leaderboard']}</figure>")
+    parts.append(_table(
+        ["model", "passes", "tasks", "success", f"{conf:.0%} Wilson interval", "std. error",
+         "infra. errors", "over budget"],
+        [[r["display_name"], r["passes"], r["tasks"], _pct(r["success_rate"]),
+          f"{_pct(r['wilson_low'])} – {_pct(r['wilson_high'])}",
+          f"{100 * r['standard_error']:.1f} pp", r["infrastructure_errors"],
+          r["over_budget_records"]] for r in board], "leaderboard"))
+    parts.append('<p class="note">Infrastructure errors are kept as reported (unsolved) and '
+                 'counted; nothing is dropped. Standard error per Miller (2024), "Adding Error '
+                 'Bars to Evals".</p></div>')
+
+    paired = analysis["paired"]
+    parts.append('<h2 id="paired">Paired comparisons on the same tasks</h2><div class="card">')
+    if paired["pairs"]:
+        parts.append(f"<figure>{figures['paired']}</figure>")
+    parts.append(f'<p class="note">{escape(paired["test"])}; {escape(paired["correction"])}; '
+                 f'{escape(paired["difference"])}. * marks a significant pair after '
+                 f'correction.</p>')
+    parts.append(_table(
+        ["A", "B", "both", "only A", "only B", "neither", "A − B", "interval", "p (exact)",
+         "p (Holm)"],
+        [[labels[p["a"]], labels[p["b"]], p["both"], p["only_a"], p["only_b"], p["neither"],
+          f"{100 * p['difference_difference']:+.1f} pp",
+          f"{100 * p['difference_low']:+.1f} … {100 * p['difference_high']:+.1f}",
+          f"{p['p_exact']:.3g}", f"{p['p_holm']:.3g}{' *' if p['significant'] else ''}"]
+         for p in paired["pairs"]], "pairs"))
+    parts.append("</div>")
+
+    cost = analysis["cost_success"]
+    parts.append('<h2 id="cost">Cost against success</h2><div class="card">')
+    parts.append(f"<figure>{figures['cost_success']}</figure>")
+    parts.append(_table(
+        ["model", "mean cost / task (USD)", "cost / solved task (USD)", "total (USD)",
+         "success", "Pareto frontier"],
+        [[m["display_name"], _usd(m["mean_cost_usd"]), _usd(m["cost_per_solved_usd"]),
+          _usd(m["total_cost_usd"]), _pct(m["success_rate"]),
+          "yes" if m["on_frontier"] else ""] for m in cost["models"]], "cost"))
+    parts.append('<p class="note">Reported costs are shown as given, never recomputed with '
+                 'current prices, capped or removed.</p></div>')
+
+    audit = analysis["budget_audit"]
+    parts.append('<h2 id="budget">Budget audit</h2><div class="card">')
+    parts.append(f"<p>{audit['over_budget_count']} record(s) above the USD "
+                 f"{audit['budget_usd']:g} budget. {escape(audit['note'])}</p>")
+    if audit["over_budget"]:
+        parts.append(_table(["model", "task", "cost (USD)", "excess (USD)"],
+                            [[labels.get(r["source"], r["source"]), r["task_id"],
+                              _usd(r["cost_usd"]), _usd(r["excess_usd"])]
+                             for r in audit["over_budget"]], "budget"))
+    parts.append("</div>")
+
+    sources = analysis["per_source"]
+    parts.append('<h2 id="sources">Results per source</h2><div class="card">')
+    parts.append(f"<figure>{figures['per_source']}</figure>")
+    parts.append(_table(["source", "title", "tasks", *[labels[m] for m in models]],
+                        [[s["source_id"], s["title"], s["tasks"],
+                          *[s["passes"][m] for m in models]] for s in sources], "sources"))
+    parts.append("</div>")
+
+    parts.append('<h2 id="local-runs">Local runs (source-free, unattested; kept apart)</h2>'
+                 '<div class="card apart">')
+    runs = analysis["local_runs"]
+    if runs:
+        parts.append('<p class="note">Never comparable to the source-present leaderboard '
+                     'above. Errors have no reward; without a decided outcome for every task '
+                     'only bounds are given.</p>')
+        parts.append(_table(
+            ["run", "selection", "tasks", "accepted", "rejected", "error", "incomplete",
+             "missing", "success rate", "bounds"],
+            [[r["run"], r["selection"]["name"], r["selection"]["tasks"],
+              *[r["counts"][k] for k in ("accepted", "rejected", "error", "incomplete",
+                                         "missing")],
+              _pct(r["success_rate"]),
+              f"{_pct(r['success_rate_bounds']['lower'])} – "
+              f"{_pct(r['success_rate_bounds']['upper'])}"] for r in runs], "runs"))
+    else:
+        parts.append('<p class="note">No local runs configured (see <code>runs:</code> in '
+                     'the config).</p>')
+    parts.append("</div>")
+
+    parts.append('<h2 id="provenance">Provenance</h2><div class="card">')
+    parts.append(_table(["input file", "pinned SHA-256", "verified"],
+                        [[f["path"], f["expected_sha256"],
+                          "yes" if f["expected_sha256"] == f["actual_sha256"] else "NO"]
+                         for f in provenance["files"]], "provenance mono"))
+    parts.append(_table(["item", "value"],
+                        [["revision", release["revision"]],
+                         ["config digest (SHA-256)", provenance["config_digest"]],
+                         *[[k, v] for k, v in provenance["versions"].items()],
+                         ["Lean / Mathlib / Harbor",
+                          f"{release['lean']} / {release['mathlib']} / {release['harbor']}"]],
+                        "mono"))
+    parts.append(f'<p class="note">{escape(LICENSE_NOTE)}</p></div></main>')
+    title = escape(f"{release['name']} report")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+            f"<title>{title}</title><style>{CSS}</style></head><body>"
+            + "".join(parts) + "</body></html>\n")

@@ -1,0 +1,80 @@
+"""Interval estimates and paired tests for binary per-task outcomes. Pure functions."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+from statistics import NormalDist
+
+
+def z_for(confidence: float) -> float:
+    return NormalDist().inv_cdf((1 + confidence) / 2)
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (well behaved at 0/n and n/n)."""
+    if n <= 0:
+        raise ValueError("n must be positive")
+    z = z_for(confidence)
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def standard_error(successes: int, n: int) -> float:
+    """Standard error of the mean score, with the sample variance (Miller 2024, eq. 2)."""
+    if n < 2:
+        return float("nan")
+    p = successes / n
+    return math.sqrt(p * (1 - p) / (n - 1))
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar test: a binomial test of the discordant pairs at 1/2."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1))
+    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+
+
+def holm(p_values: list[float]) -> list[float]:
+    """Holm-Bonferroni adjusted p-values, in the input order."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    adjusted = [0.0] * m
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (m - rank) * p_values[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def paired_difference(a: list[bool], b: list[bool], confidence: float = 0.95) -> dict:
+    """Mean paired difference in success (a - b) with a normal-approximation interval using
+    the paired standard error (Miller 2024, section 4)."""
+    n = len(a)
+    if n != len(b) or n < 2:
+        raise ValueError("paired samples must have the same length, at least 2")
+    diffs = [int(x) - int(y) for x, y in zip(a, b, strict=True)]
+    mean = sum(diffs) / n
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
+    se = math.sqrt(var / n)
+    z = z_for(confidence)
+    return {"difference": mean, "standard_error": se, "low": mean - z * se,
+            "high": mean + z * se}
+
+
+def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
+    """Names of the points (cost, success) not dominated by a cheaper-or-equal, at-least-as-
+    successful point that is strictly better in one of the two."""
+    frontier = []
+    for name, (cost, rate) in points.items():
+        dominated = any(
+            (c <= cost and r >= rate) and (c < cost or r > rate)
+            for other, (c, r) in points.items() if other != name)
+        if not dominated:
+            frontier.append(name)
+    return sorted(frontier, key=lambda n: points[n][0])
