@@ -36,7 +36,7 @@ def check_name(value: object, what: str, *, file: str | None = None, row: int | 
     if (not isinstance(value, str) or not SAFE_NAME.match(value) or ".." in value
             or len(value) > max_length):
         raise AfbenchError(
-            f"{what} is not a safe name", file=file, row=row,
+            "not a safe name", file=file, row=row, field=what,
             expected="letters, digits, '_', '-', '.'; no '..', '/', or leading '.' or '-'",
             found=value if isinstance(value, str) else repr(value))
     return value

@@ -4,6 +4,7 @@ audit, and comparisons refused unless they are like for like."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from datetime import date, datetime
 
 from . import LICENSE_NOTE
@@ -40,7 +41,7 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
     table = read_table(data, file, mapping)
     problems: list[Problem] = []
     records, first_row = [], {}
-    constants: dict[str, tuple[str, int]] = {}
+    seen_values: dict[str, list[tuple[str, int]]] = {field: [] for field in CONSTANT_FIELDS}
 
     def bad(number, field, message, expected=None, found=None):
         problems.append(Problem(message, file=file, row=number, field=field,
@@ -97,13 +98,7 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
                 expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
                 found=row["finished_at"])
         for field in CONSTANT_FIELDS:
-            value = row[field]
-            if field not in constants:
-                constants[field] = (value, number)
-            elif constants[field][0] != value:
-                bad(number, field, f"must be constant within the file (row "
-                    f"{constants[field][1]} has another value)",
-                    expected=constants[field][0], found=value)
+            seen_values[field].append((row[field], number))
         records.append({"task_id": tid, "source_id": task["source_id"], "success": success,
                         "n_obligations": n, "obligations_accepted": accepted,
                         "cost_usd": cost, "stop_reason": stop, "finished_at": finished})
@@ -112,13 +107,22 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
         problems.append(Problem(f"{len(missing)} MANIFEST task(s) missing: "
                                 f"{', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}",
                                 file=file, field="task_id"))
-    if "source_condition" in constants and constants["source_condition"][0] != pinned_condition:
+    constants = {}
+    for field, values in seen_values.items():
+        if not values:
+            continue
+        counts = Counter(value for value, _ in values)
+        constants[field] = counts.most_common(1)[0][0]
+        for value, number in values:
+            if value != constants[field]:
+                bad(number, field, "must be constant within the file (most rows differ)",
+                    expected=constants[field], found=value)
+    if constants.get("source_condition", pinned_condition) != pinned_condition:
         problems.append(Problem("file's source condition differs from its pinned condition",
                                 file=file, field="source_condition", expected=pinned_condition,
-                                found=constants["source_condition"][0]))
+                                found=constants["source_condition"]))
     raise_if(problems)
-    return (records, {field: constants[field][0] for field in constants},
-            table.extra_columns)
+    return records, constants, table.extra_columns
 
 
 def check_request(config: dict, slug: str, source_condition: str, budget_usd: float) -> None:

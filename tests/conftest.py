@@ -1,0 +1,189 @@
+"""Shared fixtures: releases made on disk, real git repositories, a real HTTP server."""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+import yaml
+
+from afbench import demo
+from afbench.config import validate_config
+from afbench.fsutil import sha256_bytes
+
+REPO = Path(__file__).resolve().parents[1]
+FIXTURES = REPO.parent / "shared" / "fixtures" / "harbor-0.22.0-jobs"
+OWNER_REPO = "afbench/test-release"
+
+
+@pytest.fixture(scope="session")
+def release_files() -> dict[str, bytes]:
+    return demo.generate_release()
+
+
+@pytest.fixture(scope="session")
+def demo_yaml() -> dict:
+    return yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+
+
+def write_tree(root: Path, files: dict[str, bytes]) -> Path:
+    for rel, data in files.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    return root
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t.invalid",
+           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE":
+           "2026-01-01T00:00:00Z", "PATH": "/usr/bin:/bin:/usr/local/bin"}
+    return subprocess.run(["git", "-c", "commit.gpgSign=false", *args], cwd=repo, env=env,
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def make_git_repo(root: Path, files: dict[str, bytes]) -> tuple[Path, str]:
+    root.mkdir(parents=True, exist_ok=True)
+    git(root, "init", "-q", "-b", "main")
+    write_tree(root, files)
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "release")
+    return root, git(root, "rev-parse", "HEAD")
+
+
+def config_for(files: dict[str, bytes], revision: str, source: dict, results: Path,
+               base: dict, **sections) -> dict:
+    """A validated config whose pins are the sha256 of `files`."""
+    cfg = copy.deepcopy(base)
+    cfg.pop("demo", None)
+    cfg["results_dir"] = str(results)
+    cfg["release"]["revision"] = revision
+    cfg["release"]["repository"] = OWNER_REPO
+    cfg["source"] = source
+    for key in ("manifest", "sources"):
+        cfg["files"][key]["sha256"] = sha256_bytes(files[cfg["files"][key]["path"]])
+    for spec in cfg["models"].values():
+        spec["sha256"] = sha256_bytes(files[spec["path"]])
+    cfg["plans"]["repository_dir"] = None
+    cfg["plans"]["items"] = []
+    cfg.update(sections)
+    return validate_config(cfg, "test config")
+
+
+@pytest.fixture
+def dir_config(tmp_path, release_files, demo_yaml) -> dict:
+    mirror = write_tree(tmp_path / "mirror", release_files)
+    return config_for(release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
+                      tmp_path / "results", demo_yaml)
+
+
+@pytest.fixture
+def fetched_config(dir_config) -> dict:
+    from afbench.fetch import fetch_release
+
+    fetch_release(dir_config)
+    return dir_config
+
+
+class Release(BaseHTTPRequestHandler):
+    """Serves /<owner>/<repo>/<revision>/<path>; `faults` changes what one path does."""
+
+    files: dict[str, bytes] = {}
+    faults: dict[str, Callable] = {}
+    requests: list[str] = []
+
+    def log_message(self, *args) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802
+        type(self).requests.append(self.path)
+        fault = type(self).faults.get(self.path)
+        if fault is not None and fault(self) is not None:
+            return
+        data = type(self).files.get(self.path)
+        if data is None:
+            self.send_error(404)
+            return
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def http_release(release_files):
+    """A real HTTP server on 127.0.0.1 serving the release at a fixed revision."""
+    revision = "b" * 40
+    handler = type("Handler", (Release,), {
+        "files": {f"/{OWNER_REPO}/{revision}/{rel}": data for rel, data in
+                  release_files.items()},
+        "faults": {}, "requests": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base = f"http://127.0.0.1:{server.server_address[1]}"
+    yield {"base": base, "revision": revision, "handler": handler,
+           "prefix": f"/{OWNER_REPO}/{revision}/"}
+    server.shutdown()
+    server.server_close()
+
+
+def https_source(base: str, **overrides) -> dict:
+    source = {"kind": "https", "base_url": base, "connect_timeout_s": 2, "read_timeout_s": 1,
+              "total_timeout_s": 5, "retries": 2, "backoff_factor": 0.01}
+    source.update(overrides)
+    return source
+
+
+# fault helpers for the HTTP server ------------------------------------------------------------
+def status(code: int, times: int | None = None):
+    state = {"n": 0}
+
+    def fault(handler):
+        state["n"] += 1
+        if times is None or state["n"] <= times:
+            handler.send_error(code)
+            return True
+        return None
+    return fault
+
+
+def redirect(location: str):
+    def fault(handler):
+        handler.send_response(302)
+        handler.send_header("Location", location)
+        handler.send_header("Content-Length", "0")
+        handler.end_headers()
+        return True
+    return fault
+
+
+def body(data: bytes, length: int | None = None, gzip_it: bool = False, delay: float = 0):
+    def fault(handler):
+        payload = gzip.compress(data) if gzip_it else data
+        handler.send_response(200)
+        handler.send_header("Content-Length", str(length if length is not None
+                                                  else len(payload)))
+        if gzip_it:
+            handler.send_header("Content-Encoding", "gzip")
+        handler.end_headers()
+        if delay:
+            half = len(payload) // 2
+            handler.wfile.write(payload[:half])
+            handler.wfile.flush()
+            time.sleep(delay)
+            handler.wfile.write(payload[half:])
+        else:
+            handler.wfile.write(payload)
+        if length is not None and length > len(payload):
+            handler.close_connection = True
+        return True
+    return fault

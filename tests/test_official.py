@@ -1,0 +1,168 @@
+"""Official results import: every validation rule with a counterexample, the demo end to end."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from conftest import config_for, write_tree
+
+from afbench import demo
+from afbench.errors import AfbenchError
+from afbench.fetch import fetch_release
+from afbench.official import import_model, summarize
+
+MODEL = "demo-model-a"
+PATH = f"results/{MODEL}.csv"
+
+
+def rows_of(data: bytes) -> list[dict]:
+    return list(csv.DictReader(io.StringIO(data.decode())))
+
+
+def csv_of(rows: list[dict], header: list[str] | None = None) -> bytes:
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=header or list(rows[0]), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return out.getvalue().encode()
+
+
+def import_with(tmp_path, release_files, demo_yaml, data: bytes, slug=MODEL, **kw):
+    files = {**release_files, PATH: data}
+    mirror = write_tree(tmp_path / "m", files)
+    cfg = config_for(files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
+                     tmp_path / "r", demo_yaml)
+    fetch_release(cfg)
+    return import_model(cfg, slug, kw.get("condition", "source-present"),
+                        kw.get("budget", 200))
+
+
+def mutated(release_files, index: int, **changes) -> bytes:
+    rows = rows_of(release_files[PATH])
+    rows[index].update(changes)
+    return csv_of(rows)
+
+
+def first_solved(release_files) -> int:
+    return next(i for i, r in enumerate(rows_of(release_files[PATH])) if r["success"] == "true")
+
+
+def first_failed(release_files) -> int:
+    return next(i for i, r in enumerate(rows_of(release_files[PATH]))
+                if r["success"] == "false" and r["stop_reason"] == "gave_up")
+
+
+@pytest.mark.parametrize("field,value,match", [
+    ("target_declaration", "Evil.substituted", "differs from the MANIFEST row"),
+    ("source_id", "demo_source_24", "differs from the MANIFEST row"),
+    ("n_obligations", "99", "differs from the MANIFEST row"),
+    ("success", "TRUE", "not a boolean"),
+    ("success", "1", "not a boolean"),
+    ("obligations_accepted", "-1", "not a whole number"),
+    ("obligations_accepted", "1.0", "not a whole number"),
+    ("obligations_accepted", "999", "out of range"),
+    ("cost_usd", "nan", "not a finite"),
+    ("cost_usd", "inf", "not a finite"),
+    ("cost_usd", "-0.5", "not a finite"),
+    ("cost_usd", "1e999", "not finite"),
+    ("cost_usd", "", "not a finite"),
+    ("stop_reason", "gave_up", "if and only if"),
+    ("finished_at", "yesterday", "ISO-8601"),
+    ("finished_at", "2026-13-01", "ISO-8601"),
+    ("source_condition", "source-free", "constant within the file"),
+    ("scaffold", "other-scaffold", "constant within the file"),
+    ("tools", "none", "constant within the file"),
+    ("stopping_policy", "never", "constant within the file"),
+])
+def test_each_rule_names_file_row_and_field(tmp_path, release_files, demo_yaml, field, value,
+                                            match):
+    index = first_solved(release_files) if field != "finished_at" else 0
+    data = mutated(release_files, index, **{field: value})
+    with pytest.raises(AfbenchError, match=match) as err:
+        import_with(tmp_path, release_files, demo_yaml, data)
+    assert f"{PATH}: row {index + 2}: field '{field}'" in str(err.value)
+
+
+def test_success_needs_every_obligation(tmp_path, release_files, demo_yaml):
+    index = next(i for i, r in enumerate(rows_of(release_files[PATH]))
+                 if r["success"] == "true" and int(r["n_obligations"]) > 1)
+    data = mutated(release_files, index, obligations_accepted="1")
+    with pytest.raises(AfbenchError, match="a success needs every obligation"):
+        import_with(tmp_path, release_files, demo_yaml, data)
+
+
+def test_missing_unknown_and_duplicate_ids_are_all_reported(tmp_path, release_files,
+                                                            demo_yaml):
+    rows = rows_of(release_files[PATH])
+    dropped = [rows.pop(5)["task_id"], rows.pop(5)["task_id"]]
+    rows.append(dict(rows[0]))
+    rows.append(dict(rows[1], task_id="demo_unknown_task"))
+    with pytest.raises(AfbenchError) as err:
+        import_with(tmp_path, release_files, demo_yaml, csv_of(rows))
+    message = str(err.value)
+    assert "duplicate task_id" in message and "unknown task_id" in message
+    assert "2 MANIFEST task(s) missing" in message
+    assert all(tid in message for tid in dropped)
+
+
+def test_missing_column_names_actual_columns_and_closest(tmp_path, release_files, demo_yaml):
+    text = release_files[PATH].decode().replace("cost_usd", "cost_in_usd", 1)
+    with pytest.raises(AfbenchError) as err:
+        import_with(tmp_path, release_files, demo_yaml, text.encode())
+    assert "mapped column 'cost_usd'" in str(err.value)
+    assert "closest: ['cost_in_usd']" in str(err.value)
+
+
+def test_harmless_format_changes_give_the_same_import(tmp_path, release_files, demo_yaml):
+    baseline = import_with(tmp_path / "a", release_files, demo_yaml, release_files[PATH])
+    rows = rows_of(release_files[PATH])
+    header = list(reversed(list(rows[0]))) + ["note"]
+    for r in rows:
+        r["note"] = "extra, with comma"
+    variant = b"\xef\xbb\xbf" + csv_of(rows, header).replace(b"\n", b"\r\n")
+    other = import_with(tmp_path / "b", release_files, demo_yaml, variant)
+    assert other["records"] == baseline["records"]
+    assert other["passes"] == baseline["passes"]
+    assert other["extra_columns"] == ["note"]
+
+
+def test_relabelled_condition_and_other_budget_are_refused(tmp_path, release_files,
+                                                           demo_yaml):
+    with pytest.raises(AfbenchError, match="cannot be relabelled source-free"):
+        import_with(tmp_path / "a", release_files, demo_yaml, release_files[PATH],
+                    condition="source-free")
+    with pytest.raises(AfbenchError, match="nominal budget"):
+        import_with(tmp_path / "b", release_files, demo_yaml, release_files[PATH], budget=100)
+
+
+def test_demo_pass_counts_and_over_budget_record(fetched_config):
+    imports = [import_model(fetched_config, slug, "source-present", 200)
+               for slug in demo.INTENDED_PASS_COUNTS]
+    assert {i["model"]: i["passes"] for i in imports} == demo.INTENDED_PASS_COUNTS
+    over = [r for i in imports for r in i["budget_audit"]["over_budget"]]
+    assert len(over) == 1 and over[0]["source"] == demo.OVER_BUDGET["model"]
+    assert over[0]["cost_usd"] == 412.5 and over[0]["excess_usd"] == 212.5
+    for imp in imports:
+        assert imp["infrastructure_errors"]["count"] >= 1
+        assert imp["tasks"] == 341  # nothing dropped
+        assert imp["local_capability_score"] is None
+    summary = summarize(fetched_config, imports, strict_budget=False)
+    assert summary["budget_audit"]["over_budget_count"] == 1
+    assert "not a certificate" in summary["budget_audit"]["note"]
+    assert [r["model"] for r in summary["leaderboard"]][:2] == ["demo-model-a", "demo-model-b"]
+    with pytest.raises(AfbenchError, match=r"strict budget comparison refused.*demo-model-d"):
+        summarize(fetched_config, imports, strict_budget=True)
+
+
+def test_comparison_refuses_different_scaffolds(fetched_config):
+    imports = [import_model(fetched_config, slug, "source-present", 200)
+               for slug in ("demo-model-a", "demo-model-b")]
+    imports[1]["scaffold"] = "another-scaffold"
+    with pytest.raises(AfbenchError, match="comparison refused: models differ in scaffold"):
+        summarize(fetched_config, imports, strict_budget=False)
+    imports[1]["scaffold"] = imports[0]["scaffold"]
+    imports[1]["records"] = imports[1]["records"][:-1]
+    with pytest.raises(AfbenchError, match="differ in task_set"):
+        summarize(fetched_config, imports, strict_budget=False)
