@@ -251,11 +251,11 @@ def cmd_import_run(args: Namespace) -> None:
 def cmd_report(args: Namespace) -> None:
     from .analysis import analyse
     from .audit import tool_versions
-    from .config import config_digest, selected_models
+    from .config import config_digest, report_slice, selected_models
     from .figures import make_figures
     from .report import render
 
-    config = _config(args)
+    config = report_slice(_config(args))
     settings = config["import"]
     condition, budget = settings["source_condition"], settings["budget_usd"]
     summary = read_json_file(paths.imports_dir(config, condition, budget) / "summary.json",
@@ -267,7 +267,9 @@ def cmd_report(args: Namespace) -> None:
             for name in config["runs"]]
     analysis = analyse(summary, imports, catalog, runs, config["report"]["confidence"])
     receipt = read_json_file(paths.receipt(config), "receipt")
-    provenance = {"files": receipt["files"], "config_digest": config_digest(config),
+    provenance = {"files": [f for f in receipt["files"] if f["key"] in
+                            {"manifest", "sources", *config["models"]}],
+                  "config_digest": config_digest(config),
                   "versions": tool_versions()}
     figures = make_figures(analysis)
     out = paths.report_dir(config)

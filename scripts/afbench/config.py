@@ -164,3 +164,13 @@ def file_for(config: dict, key: str) -> ReleaseFile:
             return spec
     raise AfbenchError(f"no release file named '{key}'",
                        expected=f"one of {[f.key for f in release_files(config)]}")
+
+
+def report_slice(config: dict) -> dict:
+    """The settings the report depends on (and whose digest it shows): not plans or
+    selections, so changing those does not redraw it."""
+    models = selected_models(config)
+    return {"results_dir": config["results_dir"], "release": config["release"],
+            "files": config["files"], "models": {m: config["models"][m] for m in models},
+            "import": dict(config["import"], models=models), "runs": config["runs"],
+            "report": config["report"]}

@@ -146,7 +146,8 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
                          for f in provenance["files"]], "provenance mono"))
     parts.append(_table(["item", "value"],
                         [["revision", release["revision"]],
-                         ["config digest (SHA-256)", provenance["config_digest"]],
+                         ["report settings digest (SHA-256; audit.json has the whole config's)",
+                          provenance["config_digest"]],
                          *[[k, v] for k, v in provenance["versions"].items()],
                          ["Lean / Mathlib / Harbor",
                           f"{release['lean']} / {release['mathlib']} / {release['harbor']}"]],

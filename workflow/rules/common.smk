@@ -13,7 +13,13 @@ sys.path.insert(0, str(Path(workflow.basedir).parent / "scripts"))
 
 from afbench import paths as P
 from afbench.budget import budget_label
-from afbench.config import pinned_files, selected_models, unpinned_models, revision_dir
+from afbench.config import (
+    pinned_files,
+    report_slice,
+    revision_dir,
+    selected_models,
+    unpinned_models,
+)
 from afbench.commands import plan_label
 
 REV = str(revision_dir(config))

@@ -21,7 +21,7 @@ rule report_html:
         ],
     params:
         afbench=AFBENCH,
-        cfg=as_json(config),
+        cfg=as_json(report_slice(config)),
     conda:
         "../../environment.yml"
     log:

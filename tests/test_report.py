@@ -1,0 +1,89 @@
+"""The report: computed from imports, escaped, self-contained, checked in a real browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from afbench.cli import main
+from afbench.config import revision_dir
+
+
+def run_all(cfg: dict, tmp_path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    for command in ("fetch", "tasks", "import-results", "report", "audit"):
+        assert main([command, "--config", str(path)]) == 0, command
+
+
+@pytest.fixture
+def report_dir(tmp_path, dir_config):
+    run_all(dir_config, tmp_path)
+    return revision_dir(dir_config) / "report"
+
+
+def test_report_is_self_contained_with_every_section(report_dir):
+    html = (report_dir / "index.html").read_text()
+    for anchor in ("leaderboard", "paired", "cost", "budget", "sources", "local-runs",
+                   "provenance"):
+        assert f'id="{anchor}"' in html
+    assert html.count("<svg") == 4
+    assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # no external assets
+    assert "synthetic-banner" in html  # the demo release is marked
+    analysis = json.loads((report_dir / "analysis.json").read_text())
+    assert len(analysis["paired"]["pairs"]) == 36
+    assert analysis["paired"]["correction"].startswith("Holm")
+    assert analysis["budget_audit"]["over_budget_count"] == 1
+    assert len(analysis["per_source"]) == 24
+
+
+def test_input_text_is_escaped(tmp_path, dir_config):
+    evil = '<script>alert("x")</script>'
+    dir_config["models"]["demo-model-a"]["display_name"] = evil
+    dir_config["release"]["name"] = "<b>bold</b>"
+    run_all(dir_config, tmp_path)
+    html = (revision_dir(dir_config) / "report" / "index.html").read_text()
+    assert "<script>" not in html and "<b>bold</b>" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_rerun_gives_byte_identical_artifacts(tmp_path, dir_config):
+    run_all(dir_config, tmp_path)
+    root = revision_dir(dir_config)
+    first = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    shutil.rmtree(root)
+    run_all(dir_config, tmp_path)
+    second = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+    assert first.keys() == second.keys()
+    assert [p for p in first if first[p] != second[p]] == []
+    audit = json.loads((root / "audit.json").read_text())
+    assert {a["path"] for a in audit["artifacts"]} >= {"report/index.html",
+                                                      "release/receipt.json"}
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
+                    reason="chromium not installed (.ci/run installs it)")
+def test_report_opens_in_headless_chromium(report_dir, tmp_path):
+    assert CHROMIUM, "chromium must be installed in CI"
+    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+             "--no-first-run", "--disable-background-networking", "--disable-component-update",
+             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
+    url = (report_dir / "index.html").as_uri()
+    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    assert dom.count("<table") >= 7 and dom.count("<svg") == 4
+    assert "SYNTHETIC DEMO DATA" in dom
+    shot = tmp_path / "report.png"
+    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1280,2400", url],
+                   capture_output=True, timeout=120, check=True)
+    assert shot.stat().st_size > 10_000

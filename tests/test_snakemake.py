@@ -1,0 +1,144 @@
+"""Real Snakemake runs in tmp dirs: the demo end to end, no-op reruns, and reruns of exactly
+what a config change touches."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import REPO, write_tree
+
+from afbench.fsutil import sha256_bytes
+
+pytestmark = pytest.mark.snakemake
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
+
+
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    for part in ("workflow", "profiles", "config", "resources"):
+        shutil.copytree(REPO / part, root / part)
+    shutil.copy(REPO / "environment.yml", root / "environment.yml")  # the rules' conda env
+    return root
+
+
+def snakemake(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([SNAKEMAKE, *args], cwd=root, capture_output=True, text=True,
+                            timeout=300)
+    if check and result.returncode != 0:
+        raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
+    return result
+
+
+def planned(root: Path, *args: str) -> dict[str, int]:
+    """Jobs Snakemake would run now (its dry-run job stats), by rule."""
+    out = snakemake(root, "-n", *args).stdout
+    if "Nothing to be done" in out:
+        return {}
+    lines = out.split("Job stats:")[1].strip().splitlines()[2:]
+    jobs = {}
+    for line in lines:
+        name, count = line.split()
+        if name == "total":
+            break
+        jobs[name] = int(count)
+    return jobs
+
+
+def test_demo_pipeline_end_to_end(tmp_path):
+    root = project(tmp_path)
+    snakemake(root)  # the profile runs the demo config
+    revision = yaml.safe_load((root / "config/demo.yaml").read_text())["release"]["revision"]
+    out = root / "results" / revision
+    receipt = json.loads((out / "release/receipt.json").read_text())
+    assert len(receipt["files"]) == 11 and all(f["verified"] for f in receipt["files"])
+    summary = json.loads((out / "imports/source-present/budget-200/summary.json").read_text())
+    assert summary["leaderboard"][0]["passes"] == 266
+    assert summary["budget_audit"]["over_budget_count"] == 1
+    assert (out / "report/index.html").exists() and (out / "audit.json").exists()
+    assert (out / "plans/demo-two-books/nop.json").exists()
+    assert planned(root) == {}
+    again = snakemake(root)
+    assert "Nothing to be done" in again.stdout + again.stderr
+    # strict budget: only the comparison (and what depends on it) reruns, and it is refused
+    strict = root / "strict.yaml"
+    strict.write_text("import: {strict_budget: true}\n")
+    assert planned(root, "--configfile", "config/demo.yaml", str(strict)) == {
+        "import_summary": 1, "report_html": 1, "audit": 1, "all": 1}
+    failed = snakemake(root, "--configfile", "config/demo.yaml", str(strict), check=False)
+    assert failed.returncode != 0
+    assert "strict budget comparison refused" in failed.stdout + failed.stderr
+    assert "demo-model-d task demo_s05_t003 cost USD 412.5" in failed.stdout + failed.stderr
+    assert not (out / "imports/source-present/budget-200/summary.json").exists()
+
+
+@pytest.fixture
+def mirror_project(tmp_path, release_files):
+    """A project whose config fetches from a mirror folder we can change."""
+    root = project(tmp_path)
+    mirror = write_tree(tmp_path / "mirror", release_files)
+    cfg = yaml.safe_load((root / "config/demo.yaml").read_text())
+    del cfg["demo"]
+    cfg["release"]["revision"] = "d" * 40
+    cfg["source"] = {"kind": "dir", "mirror": str(mirror)}
+    cfg["plans"] = {"items": []}
+    (root / "config/test.yaml").write_text(yaml.safe_dump(cfg))
+    return root, mirror, cfg
+
+
+def write_config(root: Path, cfg: dict) -> None:
+    (root / "config/test.yaml").write_text(yaml.safe_dump(cfg))
+
+
+def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
+    root, mirror, cfg = mirror_project
+    args = ("--configfile", "config/test.yaml")
+    snakemake(root, *args)
+    assert planned(root, *args) == {}
+
+    # a new pin (and new bytes) for one model: that file, its import, and what depends on them
+    target = mirror / "results/demo-model-c.csv"
+    data = target.read_bytes().replace(b"42.", b"43.", 1)
+    target.write_bytes(data)
+    cfg["models"]["demo-model-c"]["sha256"] = sha256_bytes(data)
+    write_config(root, cfg)
+    assert planned(root, *args) == {"fetch_file": 1, "receipt": 1, "import_model": 1,
+                                    "import_summary": 1, "report_html": 1, "audit": 1,
+                                    "all": 1}
+    snakemake(root, *args)
+
+    # the model list: the summary and what depends on it, no per-model import
+    cfg["import"]["models"] = ["demo-model-a", "demo-model-b"]
+    write_config(root, cfg)
+    assert planned(root, *args) == {"import_summary": 1, "report_html": 1, "audit": 1,
+                                    "all": 1}
+    snakemake(root, *args)
+
+    # one selection changed: that selection and the audit only
+    cfg["selections"]["demo-two-books"]["limit"] = 2
+    write_config(root, cfg)
+    assert planned(root, *args) == {"selection": 1, "audit": 1, "all": 1}
+    snakemake(root, *args)
+    assert planned(root, *args) == {}
+
+
+def test_bad_config_is_refused_before_anything_runs(mirror_project):
+    root, _, cfg = mirror_project
+    cfg["release"]["revision"] = "main"
+    write_config(root, cfg)
+    result = snakemake(root, "--configfile", "config/test.yaml", check=False)
+    assert result.returncode != 0
+    assert "'main' does not match" in result.stdout + result.stderr
+    assert not (root / "results").exists()
+
+
+def test_lint_is_clean():
+    result = subprocess.run([SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr

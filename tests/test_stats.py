@@ -1,0 +1,65 @@
+"""Statistics against values computed by hand (formulas in the comments)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from afbench.stats import (
+    holm,
+    mcnemar_exact,
+    paired_difference,
+    pareto_frontier,
+    standard_error,
+    wilson_interval,
+)
+
+Z2 = 1.959963984540054 ** 2
+
+
+def test_wilson_edge_cases_and_midpoint():
+    assert wilson_interval(0, 10) == (0.0, pytest.approx(Z2 / (10 + Z2)))  # 0.27753
+    low, high = wilson_interval(10, 10)
+    assert low == pytest.approx(10 / (10 + Z2)) and high == 1.0  # 0.72247
+    assert wilson_interval(5, 10) == (pytest.approx(0.236593, abs=1e-6),
+                                      pytest.approx(0.763407, abs=1e-6))
+    low, high = wilson_interval(281, 341)
+    assert low < 281 / 341 < high
+    with pytest.raises(ValueError):
+        wilson_interval(0, 0)
+
+
+def test_standard_error_uses_the_sample_variance():
+    assert standard_error(5, 10) == pytest.approx(math.sqrt(0.25 / 9))
+    assert standard_error(0, 10) == 0.0
+
+
+def test_exact_mcnemar_by_hand():
+    assert mcnemar_exact(1, 9) == 2 * (1 + 10) / 1024
+    assert mcnemar_exact(9, 1) == mcnemar_exact(1, 9)
+    assert mcnemar_exact(0, 6) == 2 / 64
+    assert mcnemar_exact(5, 5) == 1.0
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_holm_adjustment():
+    assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
+    assert holm([]) == []
+
+
+def test_paired_difference():
+    a = [True] * 6 + [False] * 4
+    b = [True] * 3 + [False] * 7
+    result = paired_difference(a, b)
+    assert result["difference"] == pytest.approx(0.3)
+    # diffs: three 1s, seven 0s -> sample variance 0.7*0.3*10/9
+    assert result["standard_error"] == pytest.approx(math.sqrt(0.21 * 10 / 9 / 10))
+    assert result["low"] < 0.3 < result["high"]
+
+
+def test_pareto_frontier():
+    points = {"cheap": (10, 0.3), "best": (50, 0.8), "dominated": (60, 0.7),
+              "mid": (20, 0.5), "tie": (20, 0.5)}
+    assert pareto_frontier(points) == ["cheap", "mid", "tie", "best"]
