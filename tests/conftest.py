@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from afbench import demo
 from afbench.config import validate_config
 from afbench.fsutil import sha256_bytes
@@ -103,7 +102,7 @@ class Release(BaseHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         type(self).requests.append(self.path)
         fault = type(self).faults.get(self.path)
         if fault is not None and fault(self) is not None:

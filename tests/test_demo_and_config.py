@@ -10,12 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO
-
 from afbench import demo
 from afbench.config import load_config, validate_config
 from afbench.errors import AfbenchError
 from afbench.fsutil import sha256_bytes
+from conftest import REPO
 
 
 def test_committed_demo_release_is_what_the_generator_writes(release_files):

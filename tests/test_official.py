@@ -6,12 +6,11 @@ import csv
 import io
 
 import pytest
-from conftest import config_for, write_tree
-
 from afbench import demo
 from afbench.errors import AfbenchError
 from afbench.fetch import fetch_release
 from afbench.official import import_model, summarize
+from conftest import config_for, write_tree
 
 MODEL = "demo-model-a"
 PATH = f"results/{MODEL}.csv"
@@ -118,7 +117,7 @@ def test_missing_column_names_actual_columns_and_closest(tmp_path, release_files
 def test_harmless_format_changes_give_the_same_import(tmp_path, release_files, demo_yaml):
     baseline = import_with(tmp_path / "a", release_files, demo_yaml, release_files[PATH])
     rows = rows_of(release_files[PATH])
-    header = list(reversed(list(rows[0]))) + ["note"]
+    header = [*reversed(list(rows[0])), "note"]
     for r in rows:
         r["note"] = "extra, with comma"
     variant = b"\xef\xbb\xbf" + csv_of(rows, header).replace(b"\n", b"\r\n")

@@ -10,7 +10,6 @@ import subprocess
 
 import pytest
 import yaml
-
 from afbench.cli import main
 from afbench.config import revision_dir
 

@@ -7,10 +7,9 @@ import json
 import shutil
 
 import pytest
-from conftest import FIXTURES
-
 from afbench.errors import AfbenchError
 from afbench.runs import parse_verdict, read_harbor_job, summarize_run
+from conftest import FIXTURES
 
 RELEASE = {"name": "t", "revision": "a" * 40}
 EXPECTED = {
@@ -76,7 +75,7 @@ def test_incomplete_and_missing_and_outside_selection(tmp_path):
     shutil.copytree(FIXTURES / "demo-oracle", job)
     (job / "hello-pass__BXEW54v" / "result.json").unlink()
     attempts = read_harbor_job(job)
-    hello = [a for a in attempts if a["task_id"] == "hello-pass"][0]
+    hello = next(a for a in attempts if a["task_id"] == "hello-pass")
     assert hello["outcome"] == "incomplete" and hello["reward"] is None
     summary, rows = summarize_run("r", "harbor", selection(*EXPECTED, "never-ran"), attempts,
                                   200, RELEASE)
@@ -154,7 +153,6 @@ def test_verdict_contradictions_are_errors(doc, match):
 
 def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
     import yaml
-
     from afbench.cli import main
     from afbench.config import revision_dir
 

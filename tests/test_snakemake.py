@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import REPO, write_tree
-
 from afbench.fsutil import sha256_bytes
+from conftest import REPO, write_tree
 
 pytestmark = pytest.mark.snakemake
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))

@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import config_for, git, make_git_repo, write_tree
-
 from afbench.catalog import build_catalog, select_tasks
 from afbench.errors import AfbenchError
 from afbench.fetch import fetch_release
 from afbench.plan import build_plan
+from conftest import config_for, git, make_git_repo, write_tree
 
 
 @pytest.fixture
@@ -93,7 +92,6 @@ def test_selection_errors(catalog, kwargs, match):
 
 def test_cli_limit_must_be_an_integer(fetched_config, tmp_path, capsys):
     import yaml
-
     from afbench.cli import main
 
     path = tmp_path / "c.yaml"

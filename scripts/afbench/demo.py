@@ -107,7 +107,10 @@ def _model_results(rng: random.Random, slug: str, passes: int, tasks: list[dict]
     for task in tasks:
         tid, n = task["task_id"], task["n_obligations"]
         day = 1 + rng.randrange(28)
-        finished = "" if rng.random() < 0.03 else f"2026-08-{day:02d}T{rng.randrange(24):02d}:00:00Z"
+        if rng.random() < 0.03:
+            finished = ""  # unknown, as some upstream rows may be
+        else:
+            finished = f"2026-08-{day:02d}T{rng.randrange(24):02d}:00:00Z"
         if tid in solved:
             row = ("true", n, rng.uniform(2, 150), "solved")
         elif tid in infra:

@@ -90,7 +90,8 @@ def build_plan(config: dict, selection: dict, agent: str, model: str | None,
     tasks = []
     for task_id in selection["task_ids"]:
         check_name(task_id, "task_id")
-        job_name = f"afbench-{selection['name']}-{label}-{task_id}-{selection['selection_sha256'][:8]}"
+        job_name = (f"afbench-{selection['name']}-{label}-{task_id}-"
+                    f"{selection['selection_sha256'][:8]}")
         run = ["harbor", "run", "-p", str(tasks_dir / task_id), "-a", agent]
         if model is not None:
             run += ["-m", model]

@@ -64,3 +64,21 @@ rule fetch:
     """Target: the verified release and its receipt."""
     input:
         stage_targets()["fetch"],
+
+
+rule discover:
+    """Target (not in `all`): confirm paths, pins and columns against `discover.checkout`."""
+    output:
+        f"{REV}/discovered.yaml",
+        f"{REV}/discovery.json",
+    params:
+        afbench=AFBENCH,
+        cfg=as_json(config),
+        checkout=lambda w: config.get("discover", {}).get("checkout") or "",
+    conda:
+        "../../environment.yml"
+    log:
+        f"{REV}/logs/discover.log",
+    shell:
+        "{params.afbench} discover --config-json {params.cfg:q} --checkout {params.checkout:q} "
+        "2> {log}"
