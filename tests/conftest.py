@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from afbench import demo
 from afbench.config import validate_config
 from afbench.fsutil import sha256_bytes

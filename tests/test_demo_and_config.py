@@ -10,10 +10,12 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from afbench import demo
 from afbench.config import load_config, validate_config
 from afbench.errors import AfbenchError
 from afbench.fsutil import sha256_bytes
+
 from conftest import REPO
 
 

@@ -7,10 +7,12 @@ import copy
 
 import pytest
 import yaml
+
 from afbench.cli import main
 from afbench.config import merge, revision_dir, validate_config
 from afbench.discover import discover
 from afbench.errors import AfbenchError
+
 from conftest import config_for, git, make_git_repo
 
 

@@ -6,10 +6,12 @@ import os
 import stat
 
 import pytest
+
 from afbench.config import file_for, validate_config
 from afbench.errors import AfbenchError
 from afbench.fetch import fetch_release, read_verified
 from afbench.fsutil import read_json_file, sha256_bytes
+
 from conftest import (
     body,
     config_for,

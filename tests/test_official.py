@@ -6,10 +6,12 @@ import csv
 import io
 
 import pytest
+
 from afbench import demo
 from afbench.errors import AfbenchError
 from afbench.fetch import fetch_release
 from afbench.official import import_model, summarize
+
 from conftest import config_for, write_tree
 
 MODEL = "demo-model-a"

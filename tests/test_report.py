@@ -10,6 +10,7 @@ import subprocess
 
 import pytest
 import yaml
+
 from afbench.cli import main
 from afbench.config import revision_dir
 

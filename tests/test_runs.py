@@ -7,8 +7,10 @@ import json
 import shutil
 
 import pytest
+
 from afbench.errors import AfbenchError
 from afbench.runs import parse_verdict, read_harbor_job, summarize_run
+
 from conftest import FIXTURES
 
 RELEASE = {"name": "t", "revision": "a" * 40}
@@ -153,6 +155,7 @@ def test_verdict_contradictions_are_errors(doc, match):
 
 def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
     import yaml
+
     from afbench.cli import main
     from afbench.config import revision_dir
 

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from afbench.fsutil import sha256_bytes
+
 from conftest import REPO, write_tree
 
 pytestmark = pytest.mark.snakemake

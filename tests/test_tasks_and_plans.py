@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from afbench.catalog import build_catalog, select_tasks
 from afbench.errors import AfbenchError
 from afbench.fetch import fetch_release
 from afbench.plan import build_plan
+
 from conftest import config_for, git, make_git_repo, write_tree
 
 
@@ -92,6 +94,7 @@ def test_selection_errors(catalog, kwargs, match):
 
 def test_cli_limit_must_be_an_integer(fetched_config, tmp_path, capsys):
     import yaml
+
     from afbench.cli import main
 
     path = tmp_path / "c.yaml"

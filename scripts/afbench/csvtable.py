@@ -37,7 +37,9 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
         raise AfbenchError(f"not UTF-8 text (invalid byte at offset {exc.start})",
                            file=file) from None
     if "\x00" in text:
-        raise AfbenchError("contains a NUL character; not a text CSV", file=file)
+        line = text[:text.index("\x00")].count("\n") + 1
+        raise AfbenchError(f"NUL character on line {line}; not a text CSV", file=file,
+                           row=line)
     old_limit = csv.field_size_limit(MAX_FIELD)
     try:
         records = list(csv.reader(io.StringIO(text, newline=""), strict=True))

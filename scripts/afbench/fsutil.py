@@ -51,6 +51,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> N
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.is_symlink():
         raise AfbenchError("refusing to replace a symbolic link", file=str(path))
+    for stale in path.parent.glob(f".{path.name}.*.part"):
+        stale.unlink(missing_ok=True)  # left by a write that was killed
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:

@@ -37,7 +37,8 @@ def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
         raise AfbenchError("verdict must be a JSON object", file=file,
                            found=type(doc).__name__)
     status = doc.get("status")
-    _expect(status in VERDICT_STATUSES, problems, file, "status", "unknown status",
+    _expect(isinstance(status, str) and status in VERDICT_STATUSES, problems, file, "status",
+            "unknown status",
             "accepted, rejected or error", status)
     vid = doc.get("task_id")
     if _expect(isinstance(vid, str), problems, file, "task_id", "missing task_id"):
@@ -51,7 +52,8 @@ def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
     obligations = doc.get("obligations")
     ob_ok = isinstance(obligations, list) and all(
         isinstance(o, dict) and isinstance(o.get("declaration"), str)
-        and o.get("status") in VERDICT_STATUSES for o in obligations)
+        and isinstance(o.get("status"), str) and o["status"] in VERDICT_STATUSES
+        for o in obligations)
     _expect(ob_ok, problems, file, "obligations", "malformed obligations",
             "a list of {declaration, status, detail}")
     checks = doc.get("checks")
