@@ -164,6 +164,6 @@ def test_comparison_refuses_different_scaffolds(fetched_config):
     with pytest.raises(AfbenchError, match="comparison refused: models differ in scaffold"):
         summarize(fetched_config, imports, strict_budget=False)
     imports[1]["scaffold"] = imports[0]["scaffold"]
-    imports[1]["records"] = imports[1]["records"][:-1]
+    imports[1]["task_set_sha256"] = "0" * 64
     with pytest.raises(AfbenchError, match="differ in task_set"):
         summarize(fetched_config, imports, strict_budget=False)

@@ -64,6 +64,12 @@ def test_demo_pipeline_end_to_end(tmp_path):
     assert (out / "report/index.html").exists() and (out / "audit.json").exists()
     assert (out / "plans/demo-two-books/nop.json").exists()
     assert planned(root) == {}
+    limit = root / "limit.yaml"
+    limit.write_text("selections: {demo-two-books: {limit: 2}}\n")
+    assert planned(root, "--configfile", "config/demo.yaml", str(limit)) == {
+        "selection": 1, "plan": 1, "audit": 1, "all": 1}
+    report = snakemake(root, "--report", "snakemake-report.zip")
+    assert (root / "snakemake-report.zip").stat().st_size > 10_000, report.stderr
     again = snakemake(root)
     assert "Nothing to be done" in again.stdout + again.stderr
     # strict budget: only the comparison (and what depends on it) reruns, and it is refused
@@ -119,6 +125,21 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     assert planned(root, *args) == {"import_summary": 1, "report_html": 1, "audit": 1,
                                     "all": 1}
     snakemake(root, *args)
+
+    # a local run added: its import, the report and the audit
+    verdicts = mirror.parent / "verdicts"
+    verdicts.mkdir()
+    (verdicts / "v.json").write_text(json.dumps({
+        "task_id": "demo_s01_t001", "status": "error", "obligations": [],
+        "checks": {}, "error": {"kind": "oom", "message": "killed"},
+        "verifier": {"name": "v", "version": "1"}}))
+    cfg["runs"] = {"mine": {"kind": "verdicts", "paths": [str(verdicts)],
+                            "selection": "demo-first-tasks"}}
+    write_config(root, cfg)
+    assert planned(root, *args) == {"import_run": 1, "report_html": 1, "audit": 1, "all": 1}
+    snakemake(root, *args)
+    html = next(root.glob("results/*/report/index.html")).read_text()
+    assert "<td>mine</td>" in html
 
     # one selection changed: that selection and the audit only
     cfg["selections"]["demo-two-books"]["limit"] = 2

@@ -10,6 +10,7 @@ from afbench.stats import (
     holm,
     mcnemar_exact,
     paired_difference,
+    paired_difference_from_counts,
     pareto_frontier,
     standard_error,
     wilson_interval,
@@ -43,6 +44,16 @@ def test_exact_mcnemar_by_hand():
     assert mcnemar_exact(0, 0) == 1.0
 
 
+def test_large_mcnemar_matches_exact_integer_arithmetic():
+    from fractions import Fraction
+
+    for only_a, only_b in [(600, 700), (480, 521), (1500, 1400), (10, 2000)]:
+        n = only_a + only_b
+        exact = float(min(Fraction(1), Fraction(
+            2 * sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)), 2 ** n)))
+        assert mcnemar_exact(only_a, only_b) == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
 def test_holm_adjustment():
     assert holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
     assert holm([0.5, 0.9]) == pytest.approx([1.0, 1.0])
@@ -57,6 +68,15 @@ def test_paired_difference():
     # diffs: three 1s, seven 0s -> sample variance 0.7*0.3*10/9
     assert result["standard_error"] == pytest.approx(math.sqrt(0.21 * 10 / 9 / 10))
     assert result["low"] < 0.3 < result["high"]
+
+
+def test_difference_from_counts_equals_the_per_task_computation():
+    a = [True] * 6 + [False] * 4 + [True, False]
+    b = [True] * 3 + [False] * 7 + [True, True]
+    only_a = sum(x and not y for x, y in zip(a, b, strict=True))
+    only_b = sum(y and not x for x, y in zip(a, b, strict=True))
+    fast = paired_difference_from_counts(only_a, only_b, len(a))
+    assert fast == pytest.approx(paired_difference(a, b))
 
 
 def test_pareto_frontier():

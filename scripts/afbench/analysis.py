@@ -7,7 +7,7 @@ from itertools import combinations
 from .stats import (
     holm,
     mcnemar_exact,
-    paired_difference,
+    paired_difference_from_counts,
     pareto_frontier,
     standard_error,
     wilson_interval,
@@ -30,24 +30,32 @@ def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
     return rows
 
 
+def _success_bits(imp: dict, order: list[str]) -> int:
+    """A model's successes as a bitset over the common task order (fast pairwise counts)."""
+    position = {tid: i for i, tid in enumerate(order)}
+    bits = 0
+    for record in imp["records"]:
+        if record["success"]:
+            bits |= 1 << position[record["task_id"]]
+    return bits
+
+
 def paired_comparisons(imports: list[dict], confidence: float) -> dict:
-    outcome = {imp["model"]: {r["task_id"]: bool(r["success"]) for r in imp["records"]}
-               for imp in imports}
     order = [row["model"] for row in leaderboard(imports, confidence)]
+    by_model = {imp["model"]: imp for imp in imports}
+    tasks = sorted(r["task_id"] for r in imports[0]["records"])
+    n = len(tasks)
+    bits = {m: _success_bits(by_model[m], tasks) for m in order}
     pairs = []
     for a, b in combinations(order, 2):
-        tasks = sorted(outcome[a])
-        xa = [outcome[a][t] for t in tasks]
-        xb = [outcome[b][t] for t in tasks]
-        only_a = sum(x and not y for x, y in zip(xa, xb, strict=True))
-        only_b = sum(y and not x for x, y in zip(xa, xb, strict=True))
-        pairs.append({"a": a, "b": b, "tasks": len(tasks),
-                      "both": sum(x and y for x, y in zip(xa, xb, strict=True)),
-                      "only_a": only_a, "only_b": only_b,
-                      "neither": sum(not x and not y for x, y in zip(xa, xb, strict=True)),
+        only_a = (bits[a] & ~bits[b]).bit_count()
+        only_b = (bits[b] & ~bits[a]).bit_count()
+        both = (bits[a] & bits[b]).bit_count()
+        pairs.append({"a": a, "b": b, "tasks": n, "both": both, "only_a": only_a,
+                      "only_b": only_b, "neither": n - both - only_a - only_b,
                       "p_exact": mcnemar_exact(only_a, only_b),
-                      **{f"difference_{k}": v
-                         for k, v in paired_difference(xa, xb, confidence).items()}})
+                      **{f"difference_{k}": v for k, v in
+                         paired_difference_from_counts(only_a, only_b, n, confidence).items()}})
     adjusted = holm([p["p_exact"] for p in pairs])
     for pair, p_adj in zip(pairs, adjusted, strict=True):
         pair["p_holm"] = p_adj
@@ -60,16 +68,17 @@ def paired_comparisons(imports: list[dict], confidence: float) -> dict:
 
 
 def per_source(imports: list[dict], catalog: dict) -> list[dict]:
+    passes = {s["source_id"]: {imp["model"]: 0 for imp in imports} for s in catalog["sources"]}
+    for imp in imports:
+        for record in imp["records"]:
+            if record["success"]:
+                passes[record["source_id"]][imp["model"]] += 1
     rows = []
     for source in catalog["sources"]:
-        sid = source["source_id"]
-        passes = {imp["model"]: sum(1 for r in imp["records"]
-                                    if r["source_id"] == sid and r["success"])
-                  for imp in imports}
-        n = source["n_tasks"]
+        sid, n = source["source_id"], source["n_tasks"]
         rows.append({"source_id": sid, "title": source["title"], "tasks": n,
-                     "passes": passes,
-                     "rates": {m: (k / n if n else None) for m, k in passes.items()}})
+                     "passes": passes[sid],
+                     "rates": {m: (k / n if n else None) for m, k in passes[sid].items()}})
     return rows
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections import Counter
 
 from . import LICENSE_NOTE
 from .config import file_for
@@ -85,8 +86,9 @@ def cross_check(tasks: list[dict], sources: list[dict], expected: dict, files: d
             problems.append(Problem("source_id not in SOURCES", file=files["manifest"],
                                     field="source_id", found=task["source_id"],
                                     expected=f"one of {len(known)} sources"))
+    per_source = Counter(t["source_id"] for t in tasks)
     for source in sources:
-        count = sum(1 for t in tasks if t["source_id"] == source["source_id"])
+        count = per_source[source["source_id"]]
         if count != source["n_tasks"]:
             problems.append(Problem(f"n_tasks of source '{source['source_id']}' does not match "
                                     f"the MANIFEST", file=files["sources"], field="n_tasks",

@@ -166,6 +166,7 @@ def cmd_import_results(args: Namespace) -> None:
         for slug in models:
             record = import_model(config, slug, condition, budget)
             write_json(paths.model_import(config, condition, budget, slug), record)
+            del record["records"]  # the summary needs only the totals: keep memory flat
             imports.append(record)
     if args.models_only:
         return
@@ -179,6 +180,7 @@ def cmd_import_results(args: Namespace) -> None:
             if record.get("inputs", {}).get(config["models"][slug]["path"]) != \
                     config["models"][slug]["sha256"]:
                 raise AfbenchError("model import is stale: import it again", file=str(path))
+            del record["records"]
             imports.append(record)
     out = paths.imports_dir(config, condition, budget)
     for stale in (out / "summary.json", out / "leaderboard.csv"):

@@ -7,6 +7,7 @@ same default-filling rule here (tests keep the two in agreement).
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -28,6 +29,12 @@ class ReleaseFile:
     sha256: str | None
 
 
+def _yaml_load(text: str):
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def _load_yaml_or_json(path: Path) -> dict:
     import yaml
 
@@ -38,7 +45,7 @@ def _load_yaml_or_json(path: Path) -> dict:
     except (OSError, UnicodeDecodeError) as exc:
         raise AfbenchError(f"cannot read config file: {exc}", file=str(path)) from None
     try:
-        data = yaml.safe_load(text)
+        data = _yaml_load(text)
     except yaml.YAMLError as exc:
         raise AfbenchError(f"not valid YAML: {exc}", file=str(path)) from None
     if not isinstance(data, dict):
@@ -58,10 +65,13 @@ def merge(base: dict, update: dict) -> dict:
     return out
 
 
-def _schema() -> dict:
-    import yaml
+@functools.cache
+def _schema_text() -> str:
+    return SCHEMA_PATH.read_text(encoding="utf-8")
 
-    return yaml.safe_load(SCHEMA_PATH.read_text(encoding="utf-8"))
+
+def _schema() -> dict:
+    return _yaml_load(_schema_text())
 
 
 def validate_config(data: dict, origin: str = "config") -> dict:

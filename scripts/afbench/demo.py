@@ -64,10 +64,19 @@ def _partition(rng: random.Random, total: int, parts: int, minimum: int) -> list
     return sizes
 
 
-def generate_release() -> dict[str, bytes]:
-    """The demo release's files, path -> bytes. Pure and deterministic."""
+def scaled_models(task_scale: int = 1, model_scale: int = 1) -> dict[str, int]:
+    """Intended pass counts; copies of the nine models (suffix -2, -3, ...) for benchmarks."""
+    return {(slug if copy == 1 else f"{slug}-{copy}"): passes * task_scale
+            for copy in range(1, model_scale + 1)
+            for slug, passes in INTENDED_PASS_COUNTS.items()}
+
+
+def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, bytes]:
+    """The demo release's files, path -> bytes. Pure and deterministic. The scales make
+    larger releases of the same shape for benchmarks (the demo is scale 1)."""
     rng = random.Random(SEED)
-    source_sizes = _partition(rng, N_TASKS, N_SOURCES, 6)
+    n_tasks, n_obligations = N_TASKS * task_scale, N_OBLIGATIONS * task_scale
+    source_sizes = _partition(rng, n_tasks, N_SOURCES, 6)
     sources, tasks = [], []
     for s, size in enumerate(source_sizes, start=1):
         source_id = f"demo_source_{s:02d}"
@@ -78,7 +87,7 @@ def generate_release() -> dict[str, bytes]:
                           "source_ref": f"Demo Theorem {s}.{t}",
                           "target_declaration": f"AfbenchDemo.S{s:02d}.theorem_{t:03d}",
                           "n_obligations": 1})
-    for index in rng.choices(range(N_TASKS), k=N_OBLIGATIONS - N_TASKS):
+    for index in rng.choices(range(n_tasks), k=n_obligations - n_tasks):
         tasks[index]["n_obligations"] += 1
     for task in tasks:
         task["workspace"] = f"workspaces/{task['task_id']}"
@@ -91,7 +100,7 @@ def generate_release() -> dict[str, bytes]:
                                   ([t[c] for c in MANIFEST_HEADER] for t in tasks)),
         "SOURCES.csv": csv_bytes(SOURCES_HEADER, sources),
     }
-    for slug, passes in INTENDED_PASS_COUNTS.items():
+    for slug, passes in scaled_models(task_scale, model_scale).items():
         files[f"results/{slug}.csv"] = _model_results(rng, slug, passes, tasks, difficulty)
     return files
 

@@ -128,46 +128,64 @@ class GitSource:
         self.checkout = Path(source["checkout"]).resolve()
         self.revision = revision
         self.max_bytes = source["max_bytes"]
-        self._checked = False
+        self._batch = None
 
     def describe(self, path: str) -> str:
         return f"git:{self.checkout}@{self.revision}:{path}"
 
-    def _git(self, *args: str) -> subprocess.CompletedProcess:
+    def _start(self) -> subprocess.Popen:
+        """One `git cat-file --batch` for every file, after checking the commit is there."""
+        if self._batch is not None:
+            return self._batch
+        if not self.checkout.is_dir():
+            raise AfbenchError("git checkout not found", file=str(self.checkout))
         try:
-            return subprocess.run(["git", "-C", str(self.checkout), *args],
-                                  capture_output=True, check=False)
+            self._batch = subprocess.Popen(
+                ["git", "-C", str(self.checkout), "cat-file", "--batch"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
         except FileNotFoundError:
             raise AfbenchError("git is not installed; it is needed for source.kind git") \
                 from None
-
-    def _check_commit(self) -> None:
-        if self._checked:
-            return
-        if not self.checkout.is_dir():
-            raise AfbenchError("git checkout not found", file=str(self.checkout))
-        probe = self._git("cat-file", "-e", f"{self.revision}^{{commit}}")
-        if probe.returncode != 0:
+        kind, _ = self._object(f"{self.revision}^{{commit}}", read=False)
+        if kind != "commit":
             raise AfbenchError("the checkout does not contain the pinned commit "
                                "(fetch it, e.g. `git fetch origin <revision>`)",
                                file=str(self.checkout), expected=self.revision)
-        self._checked = True
+        return self._batch
+
+    def _object(self, spec: str, read: bool = True, cap: int | None = None):
+        batch = self._batch
+        batch.stdin.write(spec.encode() + b"\n")
+        batch.stdin.flush()
+        header = batch.stdout.readline().split()
+        if len(header) != 3:
+            return None, None
+        kind, size = header[1].decode(), int(header[2])
+        if cap is not None and size > cap:
+            self.close()
+            return kind, size
+        data = batch.stdout.read(size)
+        batch.stdout.read(1)  # the newline after each object
+        return kind, data if read else None
 
     def read(self, path: str) -> bytes:
-        self._check_commit()
-        size = self._git("cat-file", "-s", f"{self.revision}:{path}")
-        if size.returncode != 0:
+        self._start()
+        kind, data = self._object(f"{self.revision}:{path}", cap=self.max_bytes)
+        if kind != "blob":
             raise AfbenchError("file not present at the pinned commit",
                                file=self.describe(path))
-        if int(size.stdout) > self.max_bytes:
+        if isinstance(data, int):
             raise AfbenchError("file larger than the size cap", file=self.describe(path),
                                expected=f"at most {self.max_bytes} bytes",
-                               found=f"{int(size.stdout)} bytes")
-        blob = self._git("cat-file", "blob", f"{self.revision}:{path}")
-        if blob.returncode != 0:
-            raise AfbenchError(f"git could not read the blob: {blob.stderr.decode().strip()}",
-                               file=self.describe(path))
-        return blob.stdout
+                               found=f"{data} bytes")
+        return data
+
+    def close(self) -> None:
+        if self._batch is not None:
+            self._batch.stdin.close()
+            self._batch.kill()
+            self._batch.wait()
+            self._batch = None
 
 
 class DirSource:
@@ -310,8 +328,12 @@ def fetch_release(config: dict, only: list[str] | None = None) -> list[str]:
         warnings = [f"model '{slug}' has no SHA-256 pin in config: skipped (supply "
                     f"models.{slug}.sha256 to fetch it)" for slug in unpinned_models(config)]
     source = make_source(config)
-    for spec in specs:
-        fetch_one(config, spec, source)
+    try:
+        for spec in specs:
+            fetch_one(config, spec, source)
+    finally:
+        if isinstance(source, GitSource):
+            source.close()
     if not only:
         atomic_write_bytes(revision_dir(config) / "release" / "receipt.json",
                            json_bytes(receipt(config)))

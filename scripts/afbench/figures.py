@@ -5,29 +5,27 @@ from __future__ import annotations
 import io
 
 
-def _plt():
+def _subplots(width: float, height: float):
+    """A figure and its axes, without pyplot's global state (and its import cost)."""
     import matplotlib
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    matplotlib.rcParams.update({"svg.hashsalt": "afbench", "svg.fonttype": "path",
+    matplotlib.rcParams.update({"svg.hashsalt": "afbench", "svg.fonttype": "none",
                                 "font.size": 9, "axes.spines.top": False,
                                 "axes.spines.right": False})
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=(width, height))
+    return fig, fig.add_subplot()
 
 
 def _svg(fig) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    _plt().close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]
 
 
 def leaderboard_figure(rows: list[dict], confidence: float) -> str:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 0.35 * len(rows) + 1.2))
+    fig, ax = _subplots(7, 0.35 * len(rows) + 1.2)
     names = [r["display_name"] for r in rows][::-1]
     rates = [r["success_rate"] for r in rows][::-1]
     lows = [r["success_rate"] - r["wilson_low"] for r in rows][::-1]
@@ -42,7 +40,6 @@ def leaderboard_figure(rows: list[dict], confidence: float) -> str:
 
 
 def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -> str:
-    plt = _plt()
     index = {m: i for i, m in enumerate(models)}
     size = len(models)
     grid = [[float("nan")] * size for _ in range(size)]
@@ -51,22 +48,22 @@ def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -
         i, j = index[p["a"]], index[p["b"]]
         grid[i][j], grid[j][i] = p["difference_difference"], -p["difference_difference"]
         marks[(i, j)] = marks[(j, i)] = "*" if p["significant"] else ""
-    fig, ax = plt.subplots(figsize=(0.6 * size + 2.5, 0.6 * size + 1.5))
+    fig, ax = _subplots(0.6 * size + 2.5, 0.6 * size + 1.5)
     image = ax.imshow(grid, cmap="RdBu", vmin=-0.5, vmax=0.5)
     names = [labels[m] for m in models]
     ax.set_xticks(range(size), names, rotation=45, ha="right")
     ax.set_yticks(range(size), names)
-    for (i, j), mark in marks.items():
-        ax.text(j, i, f"{grid[i][j]:+.2f}{mark}", ha="center", va="center", fontsize=7)
+    if size <= 12:  # beyond that the numbers are unreadable; the table has them all
+        for (i, j), mark in marks.items():
+            ax.text(j, i, f"{grid[i][j]:+.2f}{mark}", ha="center", va="center", fontsize=7)
     fig.colorbar(image, ax=ax, label="row minus column success rate")
     return _svg(fig)
 
 
 def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str]) -> str:
-    plt = _plt()
     grid = [[r["rates"][m] if r["rates"][m] is not None else float("nan") for m in models]
             for r in rows]
-    fig, ax = plt.subplots(figsize=(0.55 * len(models) + 3, 0.28 * len(rows) + 1.5))
+    fig, ax = _subplots(0.55 * len(models) + 3, 0.28 * len(rows) + 1.5)
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(models)), [labels[m] for m in models], rotation=45, ha="right")
     ax.set_yticks(range(len(rows)), [f"{r['source_id']} ({r['tasks']})" for r in rows])
@@ -75,8 +72,7 @@ def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str
 
 
 def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = _subplots(7, 4.2)
     for m in models:
         ax.scatter(m["mean_cost_usd"], m["success_rate"], s=36,
                    color="#c0392b" if m["on_frontier"] else "#7f8c8d", zorder=3)

@@ -66,9 +66,27 @@ def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> N
         raise
 
 
+def _compact(obj: object) -> str:
+    return json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
+
+
+def _layout(obj: object, depth: int) -> str:
+    pad = "  " * (depth + 1)
+    if depth < 2 and isinstance(obj, dict) and obj:
+        items = [f"{pad}{_compact(key)}: {_layout(value, depth + 1)}"
+                 for key, value in obj.items()]
+        return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
+    if depth < 2 and isinstance(obj, list) and obj and all(isinstance(v, dict | list)
+                                                           for v in obj):
+        return "[\n" + ",\n".join(pad + _compact(v) for v in obj) + "\n" + "  " * depth + "]"
+    return _compact(obj)
+
+
 def json_bytes(obj: object) -> bytes:
-    """Canonical, deterministic JSON: no NaN, UTF-8, two-space indent, trailing newline."""
-    return (json.dumps(obj, indent=2, ensure_ascii=False, allow_nan=False) + "\n").encode()
+    """Deterministic JSON, no NaN, UTF-8: the first levels indented, one list element (e.g. one
+    task record) per line, deeper values compact. Much faster than indent= on large records,
+    which makes the json module fall back to its pure-Python encoder."""
+    return (_layout(obj, 0) + "\n").encode()
 
 
 def write_json(path: Path, obj: object) -> None:

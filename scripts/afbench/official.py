@@ -3,6 +3,7 @@ audit, and comparisons refused unless they are like for like."""
 
 from __future__ import annotations
 
+import hashlib
 import statistics
 from collections import Counter
 from datetime import date, datetime
@@ -190,6 +191,8 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
                         "unknown": sum(r["finished_at"] is None for r in records)},
         "budget_audit": budget_audit(records, budget_usd, slug),
         "extra_columns": extra,
+        "task_set_sha256": hashlib.sha256("\n".join(sorted(r["task_id"] for r in records))
+                                          .encode()).hexdigest(),
         "records": records,
     }
 
@@ -200,14 +203,14 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
         raise AfbenchError("no models to compare")
     values = {field: {} for field in COMPARED_FIELDS}
     for imp in imports:
-        values["task_set"][imp["model"]] = sorted(r["task_id"] for r in imp["records"])
+        values["task_set"][imp["model"]] = imp["task_set_sha256"]
         for field in (*CONSTANT_FIELDS, "budget_usd"):
             values[field][imp["model"]] = imp[field]
     problems = []
     for field, per_model in values.items():
         distinct = {repr(v) for v in per_model.values()}
         if len(distinct) > 1:
-            shown = ({m: f"{len(v)} tasks" for m, v in per_model.items()}
+            shown = ({m: f"task set {v[:12]}" for m, v in per_model.items()}
                      if field == "task_set" else per_model)
             problems.append(Problem(f"comparison refused: models differ in {field}",
                                     field=field, found=str(shown)))

@@ -34,13 +34,26 @@ def standard_error(successes: int, n: int) -> float:
     return math.sqrt(p * (1 - p) / (n - 1))
 
 
+EXACT_INTEGER_LIMIT = 1000
+
+
 def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar test: a binomial test of the discordant pairs at 1/2."""
+    """Two-sided exact McNemar test: a binomial test of the discordant pairs at 1/2.
+
+    Exact integer arithmetic up to 1,000 discordant pairs; beyond, the same binomial tail summed
+    in log space (relative error ~1e-12), since big-integer sums grow quadratically."""
     n = only_a + only_b
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1))
-    return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+    k = min(only_a, only_b)
+    if n <= EXACT_INTEGER_LIMIT:
+        tail = sum(math.comb(n, i) for i in range(k + 1))
+        return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+    log_norm = math.lgamma(n + 1) - n * math.log(2)
+    logs = [log_norm - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
+    top = max(logs)
+    tail = math.exp(top) * math.fsum(math.exp(x - top) for x in logs)
+    return min(1.0, 2 * tail)
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -65,6 +78,20 @@ def paired_difference(a: list[bool], b: list[bool], confidence: float = 0.95) ->
     mean = sum(diffs) / n
     var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
     se = math.sqrt(var / n)
+    z = z_for(confidence)
+    return {"difference": mean, "standard_error": se, "low": mean - z * se,
+            "high": mean + z * se}
+
+
+def paired_difference_from_counts(only_a: int, only_b: int, n: int,
+                                  confidence: float = 0.95) -> dict:
+    """paired_difference computed from the discordant counts alone (the per-task differences
+    are +1 only_a times, -1 only_b times, 0 otherwise)."""
+    if n < 2:
+        raise ValueError("need at least 2 paired tasks")
+    mean = (only_a - only_b) / n
+    var = (only_a + only_b - n * mean * mean) / (n - 1)
+    se = math.sqrt(max(var, 0.0) / n)
     z = z_for(confidence)
     return {"difference": mean, "standard_error": se, "low": mean - z * se,
             "high": mean + z * se}

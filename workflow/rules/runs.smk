@@ -17,7 +17,11 @@ rule import_run:
             base_slice(
                 files=manifest_files(),
                 models={},
-                selections=config["selections"],
+                selections={
+                    sel: config["selections"][sel]
+                    for sel in [config["runs"][w.name]["selection"]]
+                    if sel in config["selections"]
+                },
                 runs={w.name: config["runs"][w.name]},
             )
         ),
