@@ -67,7 +67,7 @@ def test_discover_explains_and_its_fragment_makes_the_pipeline_run(upstream, tmp
                                               "stop_reason": "stopReason"}
     merged = validate_config(merge(copy.deepcopy(cfg), fragment))
     merged["models"].pop("extra-model")  # a duplicate file the user chooses not to import
-    for command in ("fetch", "tasks", "import-results"):
+    for command in ("fetch", "tasks", "import-results", "report", "audit"):
         assert run(merged, tmp_path, command) == 0, capsys.readouterr().err
     summary = revision_dir(merged) / "imports/source-present/budget-200/summary.json"
     assert yaml.safe_load(summary.read_text())["leaderboard"][0]["passes"] == 266
