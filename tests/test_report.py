@@ -79,8 +79,10 @@ def test_report_opens_in_headless_chromium(report_dir, tmp_path):
              "--no-first-run", "--disable-background-networking", "--disable-component-update",
              "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
     url = (report_dir / "index.html").as_uri()
-    dom = subprocess.run([*flags, "--dump-dom", url], capture_output=True, text=True,
-                         timeout=120, check=True).stdout
+    opened = subprocess.run([*flags, "--enable-logging=stderr", "--v=0", "--dump-dom", url],
+                            capture_output=True, text=True, timeout=120, check=True)
+    dom = opened.stdout
+    assert "Uncaught" not in opened.stderr and "CONSOLE" not in opened.stderr
     assert dom.count("<table") >= 7 and dom.count("<svg") == 4
     assert "SYNTHETIC DEMO DATA" in dom
     shot = tmp_path / "report.png"

@@ -158,11 +158,25 @@ def snakemake_project(tmp_path: Path, http_release, release_files, demo_yaml) ->
     return root
 
 
+def _kill_when(root: Path, snakemake: str, ready, check) -> None:
+    """Start the pipeline, call check() on what is visible until ready() says so, SIGKILL the
+    whole process group, then clear the lock a killed run leaves behind."""
+    run = subprocess.Popen([snakemake, "--cores", "2"], cwd=root, start_new_session=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ready():
+        check()
+        time.sleep(0.005)
+    os.killpg(run.pid, signal.SIGKILL)
+    run.wait()
+    subprocess.run([snakemake, "--unlock"], cwd=root, check=True, capture_output=True)
+
+
 @pytest.mark.snakemake
 def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(tmp_path, http_release,
                                                               release_files, demo_yaml):
-    """Kill the whole pipeline mid-fetch; no partial file is ever visible at a final path;
-    `snakemake --unlock && snakemake` then gives byte-identical artifacts."""
+    """Kill the whole pipeline mid-fetch, then mid-import; no partial file is ever visible at
+    a final path; `snakemake --unlock && snakemake` then gives byte-identical artifacts."""
     for rel in release_files:
         if rel.endswith(".csv"):
             http_release["handler"].faults[http_release["prefix"] + rel] = body(
@@ -171,30 +185,41 @@ def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(tmp_path, http_rel
     reference = snakemake_project(tmp_path / "a", http_release, release_files, demo_yaml)
     subprocess.run([snakemake, "--cores", "2"], cwd=reference, check=True,
                    capture_output=True, timeout=300)
+    expected = _tree(reference / "results")
     root = snakemake_project(tmp_path / "b", http_release, release_files, demo_yaml)
-    pins = {p: sha for p, sha in _pins(root).items()}
-    run = subprocess.Popen([snakemake, "--cores", "2"], cwd=root, start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    seen_final = set()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and len(seen_final) < 4:
+    out = root / "results" / http_release["revision"]
+    pins = _pins(root)
+    fetched = set()
+
+    def check_release():
         for rel, sha in pins.items():
-            final = root / "results" / http_release["revision"] / "release" / rel
-            if final.exists():  # visible at a final path: must be complete and verified
+            final = out / "release" / rel
+            if final.exists():  # visible at a final path: complete and verified
                 assert sha256_file(final) == sha
-                seen_final.add(rel)
-        time.sleep(0.01)
-    os.killpg(run.pid, signal.SIGKILL)
-    run.wait()
-    assert 0 < len(seen_final) < len(pins)  # killed in the middle of fetching
-    subprocess.run([snakemake, "--unlock"], cwd=root, check=True, capture_output=True)
+                fetched.add(rel)
+
+    _kill_when(root, snakemake, lambda: len(fetched) >= 4, check_release)
+    assert 0 < len(fetched) < len(pins)  # killed in the middle of fetching
+
+    imports = out / "imports/source-present/budget-200"
+    seen_imports = set()
+
+    def check_imports():
+        for path in imports.glob("*.json") if imports.exists() else []:
+            rel = path.relative_to(root / "results").as_posix()
+            assert path.read_bytes() == expected[rel]  # never partial, never different
+            seen_imports.add(rel)
+
+    _kill_when(root, snakemake, lambda: len(seen_imports) >= 2, check_imports)
+    assert 0 < len(seen_imports) < 10  # killed in the middle of importing
+    assert not (imports / "summary.json").exists()
     subprocess.run([snakemake, "--cores", "2"], cwd=root, check=True, capture_output=True,
                    timeout=300)
-    a = _tree(reference / "results")
-    b = _tree(root / "results")
-    assert a.keys() == b.keys()
-    assert [k for k in a if a[k] != b[k] and not k.endswith(("audit.json", "index.html",
-                                                              "analysis.json"))] == []
+    actual = _tree(root / "results")
+    assert actual.keys() == expected.keys()
+    # audit, analysis and report carry the config digest, which differs by results_dir
+    assert [k for k in expected if expected[k] != actual[k] and not k.endswith(
+        ("audit.json", "index.html", "analysis.json"))] == []
 
 
 def _pins(root: Path) -> dict[str, str]:
