@@ -37,7 +37,9 @@ def _add_config(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config-json", metavar="JSON", help=argparse.SUPPRESS)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with `only`, the other subcommands are listed but not filled in (each job
+    of the pipeline is one CLI call, so its start-up time counts)."""
     parser = argparse.ArgumentParser(
         prog="afbench",
         description="Reproducible, auditable pipeline for the AutoformBench benchmark. Every "
@@ -48,9 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def command(name: str, help_text: str) -> argparse.ArgumentParser:
-        return sub.add_parser(name, help=help_text, description=help_text,
-                              epilog="examples:\n  " + EXAMPLES[name].replace("\n", "\n  "),
-                              formatter_class=argparse.RawDescriptionHelpFormatter)
+        parser = sub.add_parser(name, help=help_text, description=help_text,
+                                epilog="examples:\n  " + EXAMPLES[name].replace("\n", "\n  "),
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+        # arguments of the other commands go to a throwaway parser when `only` is set
+        return parser if only in (None, name) else argparse.ArgumentParser(add_help=False)
 
     p = command("fetch", "fetch the pinned release files and verify every byte (SHA-256)")
     _add_config(p)
@@ -124,7 +128,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    args = build_parser(chosen if chosen in EXAMPLES else None).parse_args(argv)
     from . import commands
 
     handler = getattr(commands, "cmd_" + args.command.replace("-", "_"))

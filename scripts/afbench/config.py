@@ -10,8 +10,8 @@ import copy
 import functools
 import hashlib
 import json
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from .errors import AfbenchError
 
@@ -19,8 +19,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
 
 
-@dataclass(frozen=True)
-class ReleaseFile:
+class ReleaseFile(NamedTuple):
     """One upstream file the release is made of, with its pin (None when unknown)."""
 
     key: str  # "manifest", "sources", or a model slug

@@ -4,11 +4,10 @@ LF or CRLF, columns found by name through the config's column mapping, extra col
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 import math
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .errors import AfbenchError, Problem
 
@@ -17,8 +16,7 @@ INTEGER = re.compile(r"^[0-9]+$")
 DECIMAL = re.compile(r"^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
 
 
-@dataclass(frozen=True)
-class Table:
+class Table(NamedTuple):
     file: str
     header: list[str]
     rows: list[dict[str, str]]  # our field names -> raw text
@@ -27,6 +25,8 @@ class Table:
 
 
 def closest(name: str, candidates: list[str]) -> list[str]:
+    import difflib
+
     return difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
 
 

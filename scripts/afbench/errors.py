@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 
-@dataclass(frozen=True)
 class Problem:
     """One thing wrong with an input: where it is, what was expected, what was found."""
 
-    message: str
-    file: str | None = None
-    row: int | None = None
-    field: str | None = None
-    expected: object = None
-    found: object = None
+    __slots__ = ("expected", "field", "file", "found", "message", "row")
+
+    def __init__(self, message: str, file: str | None = None, row: int | None = None,
+                 field: str | None = None, expected: object = None,
+                 found: object = None) -> None:
+        self.message, self.file, self.row, self.field = message, file, row, field
+        self.expected, self.found = expected, found
+
+    def __repr__(self) -> str:
+        return f"Problem({self})"
 
     def __str__(self) -> str:
         where = [part for part in (

@@ -3,10 +3,8 @@ prove every byte with its SHA-256 pin before it lands under results/<revision>/r
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
-from urllib.parse import urljoin, urlsplit
 
 from . import LICENSE_NOTE
 from .config import ReleaseFile, pinned_files, release_files, revision_dir, unpinned_models
@@ -70,6 +68,8 @@ class HttpsSource:
         raise AssertionError("unreachable")
 
     def _read_once(self, url: str) -> bytes:
+        from urllib.parse import urljoin, urlsplit
+
         settings = self.settings
         origin = urlsplit(url)[:2]
         seen = {url}
@@ -133,8 +133,10 @@ class GitSource:
     def describe(self, path: str) -> str:
         return f"git:{self.checkout}@{self.revision}:{path}"
 
-    def _start(self) -> subprocess.Popen:
+    def _start(self):
         """One `git cat-file --batch` for every file, after checking the commit is there."""
+        import subprocess
+
         if self._batch is not None:
             return self._batch
         if not self.checkout.is_dir():

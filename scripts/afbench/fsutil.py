@@ -8,7 +8,6 @@ import io
 import json
 import os
 import re
-import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -53,7 +52,8 @@ def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> N
         raise AfbenchError("refusing to replace a symbolic link", file=str(path))
     for stale in path.parent.glob(f".{path.name}.*.part"):
         stale.unlink(missing_ok=True)  # left by a write that was killed
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    tmp_name = path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.part"
+    fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

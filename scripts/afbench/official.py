@@ -4,7 +4,6 @@ audit, and comparisons refused unless they are like for like."""
 from __future__ import annotations
 
 import hashlib
-import statistics
 from collections import Counter
 from datetime import date, datetime
 
@@ -184,8 +183,8 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
         "infrastructure_errors": {"count": len(infra), "tasks": infra,
                                   "note": "kept and counted as reported (unsolved); never "
                                           "dropped"},
-        "cost_usd": {"total": round(sum(costs), 6), "mean": round(statistics.fmean(costs), 6),
-                     "median": round(statistics.median(costs), 6), "max": max(costs),
+        "cost_usd": {"total": round(sum(costs), 6), "mean": round(sum(costs) / len(costs), 6),
+                     "median": round(_median(costs), 6), "max": max(costs),
                      "per_solved_task": round(sum(costs) / passes, 6) if passes else None},
         "finished_at": {"known": sum(r["finished_at"] is not None for r in records),
                         "unknown": sum(r["finished_at"] is None for r in records)},
@@ -195,6 +194,13 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
                                           .encode()).hexdigest(),
         "records": records,
     }
+
+
+def _median(values: list[float]) -> float:
+    ordered, middle = sorted(values), len(values) // 2
+    if len(ordered) % 2:
+        return ordered[middle]
+    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def compare(imports: list[dict], strict_budget: bool) -> dict:
