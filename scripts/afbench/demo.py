@@ -23,6 +23,10 @@ INTENDED_PASS_COUNTS = {
     "demo-model-g": 140, "demo-model-h": 126, "demo-model-i": 98,
 }
 OVER_BUDGET = {"model": "demo-model-d", "cost_usd": "412.5000"}
+# Stronger demo models spend more per task, so cost against success has a real frontier.
+COST_SCALE = {"demo-model-a": 1.6, "demo-model-b": 1.25, "demo-model-c": 1.0,
+              "demo-model-d": 0.95, "demo-model-e": 1.15, "demo-model-f": 0.6,
+              "demo-model-g": 0.75, "demo-model-h": 0.4, "demo-model-i": 0.3}
 INFRA_ERRORS_PER_MODEL = 2
 AUTHOR = ("afbench demo", "demo@afbench.invalid", "2026-10-13T00:00:00+00:00")
 
@@ -112,6 +116,7 @@ def _model_results(rng: random.Random, slug: str, passes: int, tasks: list[dict]
     failed = [t["task_id"] for t in noisy[passes:]]
     infra = set(rng.sample(failed, INFRA_ERRORS_PER_MODEL))
     over_budget = failed[-1] if slug == OVER_BUDGET["model"] else None
+    scale = COST_SCALE["-".join(slug.split("-")[:3])]  # benchmark copies: demo-model-a-2
     rows = []
     for task in tasks:
         tid, n = task["task_id"], task["n_obligations"]
@@ -121,12 +126,13 @@ def _model_results(rng: random.Random, slug: str, passes: int, tasks: list[dict]
         else:
             finished = f"2026-08-{day:02d}T{rng.randrange(24):02d}:00:00Z"
         if tid in solved:
-            row = ("true", n, rng.uniform(2, 150), "solved")
+            row = ("true", n, min(rng.uniform(2, 150) * scale, 199.0), "solved")
         elif tid in infra:
             row = ("false", 0, rng.uniform(0, 5), "infrastructure_error")
         else:
             reason = rng.choice(["gave_up", "budget_exhausted", "time_limit"])
-            cost = rng.uniform(190, 200) if reason == "budget_exhausted" else rng.uniform(5, 180)
+            cost = (rng.uniform(190, 200) if reason == "budget_exhausted"
+                    else min(rng.uniform(5, 180) * scale, 199.0))
             row = ("false", rng.randrange(n), cost, reason)
         success, accepted, cost, reason = row
         cost_text = OVER_BUDGET["cost_usd"] if tid == over_budget else f"{cost:.4f}"

@@ -7,7 +7,14 @@ import time
 from pathlib import Path
 
 from . import LICENSE_NOTE
-from .config import ReleaseFile, pinned_files, release_files, revision_dir, unpinned_models
+from .config import (
+    ReleaseFile,
+    missing_pin_error,
+    pinned_files,
+    release_files,
+    revision_dir,
+    unpinned_models,
+)
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, json_bytes, sha256_bytes, sha256_file
 
@@ -322,8 +329,6 @@ def fetch_release(config: dict, only: list[str] | None = None) -> list[str]:
         specs = [known[key] for key in only]
         for spec in specs:
             if not spec.sha256:
-                from .config import missing_pin_error
-
                 raise missing_pin_error(config, spec.key)
     else:
         specs = pinned_files(config)

@@ -10,7 +10,7 @@ from datetime import date, datetime
 from . import LICENSE_NOTE
 from .budget import budget_audit
 from .catalog import load_release_tasks, release_header
-from .config import file_for
+from .config import file_for, missing_pin_error
 from .csvtable import parse_cost, parse_int, read_table
 from .errors import AfbenchError, Problem, raise_if
 from .fetch import read_verified
@@ -139,8 +139,6 @@ def check_request(config: dict, slug: str, source_condition: str, budget_usd: fl
 
 
 def import_model(config: dict, slug: str, source_condition: str, budget_usd: float) -> dict:
-    from .config import missing_pin_error
-
     if slug not in config["models"]:
         raise AfbenchError(f"unknown model '{slug}'", field="model",
                            expected=f"one of {sorted(config['models'])}")
