@@ -157,6 +157,15 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     assert result.returncode != 0
     assert "'main' does not match" in result.stdout + result.stderr
     assert not (root / "results").exists()
+    # asking for a model without a pin: refused with how to supply it, nothing fetched
+    cfg["release"]["revision"] = "d" * 40
+    cfg["models"]["demo-model-b"]["sha256"] = None
+    cfg["import"]["models"] = ["demo-model-a", "demo-model-b"]
+    write_config(root, cfg)
+    result = snakemake(root, "--configfile", "config/test.yaml", check=False)
+    assert result.returncode != 0
+    assert "Supply the pin as models.demo-model-b.sha256" in result.stdout + result.stderr
+    assert not (root / "results").exists()
 
 
 def test_lint_is_clean():
