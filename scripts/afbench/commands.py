@@ -10,6 +10,7 @@ from . import paths
 from .config import load_config, revision_dir
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, check_name, read_json_file, write_csv, write_json
+from .paths import plan_label
 
 
 def _config(args: Namespace) -> dict:
@@ -140,11 +141,6 @@ def cmd_plan(args: Namespace) -> None:
                           jobs_dir)
         label = plan_label(item["agent"], item.get("model"))
         write_json(paths.plan(config, item["selection"], label), plan)
-
-
-def plan_label(agent: str, model: str | None) -> str:
-    return check_name(agent if model is None else f"{agent}__{model.replace('/', '__')}",
-                      "plan name")
 
 
 def cmd_import_results(args: Namespace) -> None:

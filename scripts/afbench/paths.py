@@ -6,6 +6,7 @@ from pathlib import Path
 
 from .budget import budget_label
 from .config import revision_dir
+from .fsutil import check_name
 
 
 def release_file(config: dict, rel: str) -> Path:
@@ -24,8 +25,14 @@ def selection(config: dict, name: str) -> Path:
     return revision_dir(config) / "tasks" / "selections" / f"{name}.json"
 
 
-def plan(config: dict, selection_name: str, agent: str) -> Path:
-    return revision_dir(config) / "plans" / selection_name / f"{agent}.json"
+def plan_label(agent: str, model: str | None) -> str:
+    """A plan's file name: the agent, or agent__provider__model for a real model."""
+    return check_name(agent if model is None else f"{agent}__{model.replace('/', '__')}",
+                      "plan name")
+
+
+def plan(config: dict, selection_name: str, label: str) -> Path:
+    return revision_dir(config) / "plans" / selection_name / f"{label}.json"
 
 
 def imports_dir(config: dict, condition: str, budget_usd: float) -> Path:

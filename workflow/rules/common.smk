@@ -3,16 +3,16 @@
 # reruns exactly the jobs whose slice changed.
 import json
 import re
-from shlex import quote as shlex_quote
 import sys
 from pathlib import Path
+from shlex import quote as shlex_quote
 
 from snakemake.logging import logger
 
 sys.path.insert(0, str(Path(workflow.basedir).parent / "scripts"))
 
 from afbench import paths as P
-from afbench.budget import budget_label
+from afbench.paths import plan_label
 from afbench.config import (
     pinned_files,
     report_slice,
@@ -20,7 +20,6 @@ from afbench.config import (
     selected_models,
     unpinned_models,
 )
-from afbench.commands import plan_label
 
 REV = str(revision_dir(config))
 _console_script = Path(sys.executable).with_name("afbench")
