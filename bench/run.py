@@ -89,6 +89,11 @@ def official_size(rows: list, notes: dict) -> None:
     real, floor = project("demo"), project("floor")
     noop_workflow(floor)
     version = median_of(5, [SNAKEMAKE, "--version"], real)
+    tiny = WORK / "one-rule"
+    tiny.mkdir(parents=True, exist_ok=True)
+    (tiny / "Snakefile").write_text('rule all:\n    input: "x"\n')
+    (tiny / "x").touch()
+    one_rule = median_of(5, [SNAKEMAKE, "--cores", "1"], tiny)
     help_time = median_of(5, [AFBENCH, "--help"], real)
     cold = median_of(3, [SNAKEMAKE], real, before=clean(real))
     noop = median_of(5, [SNAKEMAKE], real)
@@ -119,6 +124,8 @@ def official_size(rows: list, notes: dict) -> None:
                                                       ignore_errors=True))
     rows += [
         ("official size", "snakemake --version", version, "reference", ""),
+        ("official size", "no-op of a one-rule workflow (Snakemake's own floor)", one_rule,
+         "reference", ""),
         ("official size", "afbench --help", help_time, "< 0.3 s", _ok(help_time < 0.3)),
         ("official size", "orchestration floor (cold, no-op jobs)", floor_cold, "reference", ""),
         ("official size", "cold full run", cold, f"< 1.5 x floor ({1.5 * floor_cold:.2f} s)",
