@@ -28,6 +28,9 @@ def test_catalog_counts_links_and_input_hashes(catalog, fetched_config):
         f"https://github.com/afbench/test-release/tree/{'a' * 40}/{task['workspace']}")
     assert catalog["inputs"]["MANIFEST.csv"] == fetched_config["files"]["manifest"]["sha256"]
     assert "not a task package" in catalog["note"]
+    assert "not AutoformBench data" in catalog["license"]  # the demo says it is synthetic
+    fetched_config["release"]["synthetic"] = False
+    assert "CC BY-NC 4.0" in build_catalog(fetched_config)["license"]
 
 
 def _with_files(tmp_path, release_files, demo_yaml, **changes):

@@ -101,6 +101,7 @@ def analyse(summary: dict, imports: list[dict], catalog: dict, runs: list[dict],
     return {
         "kind": "afbench analysis",
         "note": summary["note"],
+        "license": summary["license"],
         "release": summary["release"],
         "confidence": confidence,
         "source_condition": summary["source_condition"],

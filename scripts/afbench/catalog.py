@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections import Counter
 
-from . import LICENSE_NOTE
+from . import license_note
 from .config import file_for
 from .csvtable import parse_int, read_table, require_text
 from .errors import AfbenchError, Problem, raise_if
@@ -131,7 +131,7 @@ def build_catalog(config: dict) -> dict:
         "kind": "afbench task catalog",
         "note": CATALOG_NOTE,
         "release": release_header(config),
-        "license": LICENSE_NOTE,
+        "license": license_note(config["release"]),
         "inputs": meta["inputs"],
         "extra_columns": meta["extra_columns"],
         "counts": {"tasks": len(tasks), "sources": len(sources),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from . import LICENSE_NOTE
+from . import license_note
 from .config import (
     ReleaseFile,
     missing_pin_error,
@@ -310,7 +310,7 @@ def receipt(config: dict) -> dict:
         "skipped": [{"key": slug, "path": config["models"][slug]["path"],
                      "reason": "no SHA-256 pin in config; not fetched, never read"}
                     for slug in unpinned_models(config)],
-        "license": LICENSE_NOTE,
+        "license": license_note(config["release"]),
     }
 
 

@@ -7,7 +7,7 @@ import hashlib
 from collections import Counter
 from datetime import date, datetime
 
-from . import LICENSE_NOTE
+from . import license_note
 from .budget import budget_audit
 from .catalog import load_release_tasks, release_header
 from .config import file_for, missing_pin_error
@@ -164,7 +164,7 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
         "kind": "afbench official results import",
         "note": REPORTED_NOTE,
         "local_capability_score": None,
-        "license": LICENSE_NOTE,
+        "license": license_note(config["release"]),
         "release": release_header(config),
         "model": slug,
         "display_name": config["models"][slug]["display_name"],
@@ -241,7 +241,7 @@ def summarize(config: dict, imports: list[dict], strict_budget: bool) -> dict:
         "kind": "afbench official results summary",
         "note": REPORTED_NOTE,
         "local_capability_score": None,
-        "license": LICENSE_NOTE,
+        "license": license_note(config["release"]),
         "release": release_header(config),
         "source_condition": first["source_condition"],
         "budget_usd": first["budget_usd"],

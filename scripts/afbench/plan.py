@@ -6,7 +6,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import LICENSE_NOTE
+from . import license_note
 from .errors import AfbenchError
 from .fsutil import check_name
 
@@ -114,7 +114,7 @@ def build_plan(config: dict, selection: dict, agent: str, model: str | None,
         "executed": False,
         "dollar_cap_enforced": False,
         "release": {key: release[key] for key in ("name", "repository", "revision", "synthetic")},
-        "license": LICENSE_NOTE,
+        "license": license_note(config["release"]),
         "selection": {"name": selection["name"], "selection_sha256":
                       selection["selection_sha256"], "tasks": len(tasks)},
         "agent": agent,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from html import escape
 
-from . import LICENSE_NOTE
-
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2733;
 background:#f6f7f9;line-height:1.45}
@@ -152,7 +150,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
                          ["Lean / Mathlib / Harbor",
                           f"{release['lean']} / {release['mathlib']} / {release['harbor']}"]],
                         "mono"))
-    parts.append(f'<p class="note">{escape(LICENSE_NOTE)}</p></div></main>')
+    parts.append(f'<p class="note">{escape(analysis["license"])}</p></div></main>')
     title = escape(f"{release['name']} report")
     return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
