@@ -30,22 +30,24 @@ def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
     return rows
 
 
-def _success_bits(imp: dict, order: list[str]) -> int:
-    """A model's successes as a bitset over the common task order (fast pairwise counts)."""
-    position = {tid: i for i, tid in enumerate(order)}
-    bits = 0
+def compact(imp: dict, catalog: dict) -> dict:
+    """A model import without its per-task records: successes as a bitset over the catalog's
+    task order, and passes per source. Keeps the report's memory flat in the number of tasks."""
+    position = {t["task_id"]: i for i, t in enumerate(catalog["tasks"])}
+    bits, by_source = 0, dict.fromkeys((s["source_id"] for s in catalog["sources"]), 0)
     for record in imp["records"]:
         if record["success"]:
             bits |= 1 << position[record["task_id"]]
-    return bits
+            by_source[record["source_id"]] += 1
+    return {**{k: v for k, v in imp.items() if k != "records"},
+            "success_bits": bits, "passes_by_source": by_source}
 
 
 def paired_comparisons(imports: list[dict], confidence: float) -> dict:
+    """Every pair of models on the same tasks (imports compacted with `compact`)."""
     order = [row["model"] for row in leaderboard(imports, confidence)]
-    by_model = {imp["model"]: imp for imp in imports}
-    tasks = sorted(r["task_id"] for r in imports[0]["records"])
-    n = len(tasks)
-    bits = {m: _success_bits(by_model[m], tasks) for m in order}
+    bits = {imp["model"]: imp["success_bits"] for imp in imports}
+    n = imports[0]["tasks"]
     pairs = []
     for a, b in combinations(order, 2):
         only_a = (bits[a] & ~bits[b]).bit_count()
@@ -68,17 +70,13 @@ def paired_comparisons(imports: list[dict], confidence: float) -> dict:
 
 
 def per_source(imports: list[dict], catalog: dict) -> list[dict]:
-    passes = {s["source_id"]: {imp["model"]: 0 for imp in imports} for s in catalog["sources"]}
-    for imp in imports:
-        for record in imp["records"]:
-            if record["success"]:
-                passes[record["source_id"]][imp["model"]] += 1
     rows = []
     for source in catalog["sources"]:
         sid, n = source["source_id"], source["n_tasks"]
+        passes = {imp["model"]: imp["passes_by_source"][sid] for imp in imports}
         rows.append({"source_id": sid, "title": source["title"], "tasks": n,
-                     "passes": passes[sid],
-                     "rates": {m: (k / n if n else None) for m, k in passes[sid].items()}})
+                     "passes": passes,
+                     "rates": {m: (k / n if n else None) for m, k in passes.items()}})
     return rows
 
 
