@@ -30,21 +30,27 @@ def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
     return rows
 
 
-def compact(imp: dict, catalog: dict) -> dict:
-    """A model import without its per-task records: successes as a bitset over the catalog's
-    task order, and passes per source. Keeps the report's memory flat in the number of tasks."""
+def compactor(catalog: dict):
+    """A function reducing a model import to what the analysis needs: successes as a bitset
+    over the catalog's task order, and passes per source. Dropping the per-task records keeps
+    the report's memory flat in the number of tasks."""
     position = {t["task_id"]: i for i, t in enumerate(catalog["tasks"])}
-    bits, by_source = 0, dict.fromkeys((s["source_id"] for s in catalog["sources"]), 0)
-    for record in imp["records"]:
-        if record["success"]:
-            bits |= 1 << position[record["task_id"]]
-            by_source[record["source_id"]] += 1
-    return {**{k: v for k, v in imp.items() if k != "records"},
-            "success_bits": bits, "passes_by_source": by_source}
+    source_ids = [s["source_id"] for s in catalog["sources"]]
+
+    def compact(imp: dict) -> dict:
+        bits, by_source = 0, dict.fromkeys(source_ids, 0)
+        for record in imp["records"]:
+            if record["success"]:
+                bits |= 1 << position[record["task_id"]]
+                by_source[record["source_id"]] += 1
+        return {**{k: v for k, v in imp.items() if k != "records"},
+                "success_bits": bits, "passes_by_source": by_source}
+
+    return compact
 
 
 def paired_comparisons(imports: list[dict], confidence: float) -> dict:
-    """Every pair of models on the same tasks (imports compacted with `compact`)."""
+    """Every pair of models on the same tasks (imports reduced by `compactor`)."""
     order = [row["model"] for row in leaderboard(imports, confidence)]
     bits = {imp["model"]: imp["success_bits"] for imp in imports}
     n = imports[0]["tasks"]

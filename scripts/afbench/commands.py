@@ -247,7 +247,7 @@ def cmd_import_run(args: Namespace) -> None:
 
 
 def cmd_report(args: Namespace) -> None:
-    from .analysis import analyse, compact
+    from .analysis import analyse, compactor
     from .audit import tool_versions
     from .config import config_digest, report_slice, selected_models
     from .figures import make_figures
@@ -259,9 +259,9 @@ def cmd_report(args: Namespace) -> None:
     summary = read_json_file(paths.imports_dir(config, condition, budget) / "summary.json",
                              "import summary")
     catalog = _load_catalog(config, build_if_missing=False)
+    compact = compactor(catalog)
     imports = [compact(read_json_file(paths.model_import(config, condition, budget, slug),
-                                      "model import"), catalog)
-               for slug in selected_models(config)]
+                                      "model import")) for slug in selected_models(config)]
     runs = [read_json_file(paths.run_dir(config, name) / "summary.json", "run summary")
             for name in config["runs"]]
     analysis = analyse(summary, imports, catalog, runs, config["report"]["confidence"])

@@ -68,25 +68,11 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def paired_difference(a: list[bool], b: list[bool], confidence: float = 0.95) -> dict:
-    """Mean paired difference in success (a - b) with a normal-approximation interval using
-    the paired standard error (Miller 2024, section 4)."""
-    n = len(a)
-    if n != len(b) or n < 2:
-        raise ValueError("paired samples must have the same length, at least 2")
-    diffs = [int(x) - int(y) for x, y in zip(a, b, strict=True)]
-    mean = sum(diffs) / n
-    var = sum((d - mean) ** 2 for d in diffs) / (n - 1)
-    se = math.sqrt(var / n)
-    z = z_for(confidence)
-    return {"difference": mean, "standard_error": se, "low": mean - z * se,
-            "high": mean + z * se}
-
-
 def paired_difference_from_counts(only_a: int, only_b: int, n: int,
                                   confidence: float = 0.95) -> dict:
-    """paired_difference computed from the discordant counts alone (the per-task differences
-    are +1 only_a times, -1 only_b times, 0 otherwise)."""
+    """Mean paired difference in success (a - b) over n tasks with a normal-approximation
+    interval using the paired standard error (Miller 2024, section 4), from the discordant
+    counts alone: the per-task differences are +1 only_a times, -1 only_b times, else 0."""
     if n < 2:
         raise ValueError("need at least 2 paired tasks")
     mean = (only_a - only_b) / n

@@ -88,6 +88,13 @@ def model_release_paths(models):
     return [release_path(config["models"][m]["path"]) for m in models]
 
 
+def selection_slice(name):
+    """The one configured selection a job reads, or none if config lacks it (then the job's
+    selection input is missing and Snakemake says so)."""
+    selections = config["selections"]
+    return {name: selections[name]} if name in selections else {}
+
+
 def selection_path(name):
     return str(P.selection(config, name))
 
@@ -142,7 +149,7 @@ def plan_slice(w):
         base_slice(
             files=manifest_files(),
             models={},
-            selections={w.selection: config["selections"].get(w.selection, {})},
+            selections=selection_slice(w.selection),
             plans=plans,
         )
     )

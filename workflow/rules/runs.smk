@@ -17,11 +17,7 @@ rule import_run:
             base_slice(
                 files=manifest_files(),
                 models={},
-                selections={
-                    sel: config["selections"][sel]
-                    for sel in [config["runs"][w.name]["selection"]]
-                    if sel in config["selections"]
-                },
+                selections=selection_slice(config["runs"][w.name]["selection"]),
                 runs={w.name: config["runs"][w.name]},
             )
         ),
