@@ -15,15 +15,33 @@ def main(paths: list[str]) -> None:
 
     common = {"config": paths, "config_json": None}
     commands.cmd_fetch(Namespace(**common, only=None))
-    commands.cmd_tasks(Namespace(**common, catalog_only=False, selection=None, name=None,
-                                 task=None, book=None, limit=None))
+    commands.cmd_tasks(
+        Namespace(
+            **common,
+            catalog_only=False,
+            selection=None,
+            name=None,
+            task=None,
+            book=None,
+            limit=None,
+        )
+    )
     if commands.load_config([Path(p) for p in paths])["plans"]["items"]:
-        commands.cmd_plan(Namespace(**common, selection=None, agent=None, model=None,
-                                    repository_dir=None))
-    commands.cmd_import_results(Namespace(**common, model=None, all_models=False,
-                                          source_condition=None, budget_usd=None,
-                                          strict_budget=None, models_only=False,
-                                          summary_only=False))
+        commands.cmd_plan(
+            Namespace(**common, selection=None, agent=None, model=None, repository_dir=None)
+        )
+    commands.cmd_import_results(
+        Namespace(
+            **common,
+            model=None,
+            all_models=False,
+            source_condition=None,
+            budget_usd=None,
+            strict_budget=None,
+            models_only=False,
+            summary_only=False,
+        )
+    )
     commands.cmd_report(Namespace(**common))
     commands.cmd_audit(Namespace(**common, file=None))
     print(f"{time.perf_counter() - start:.3f}")

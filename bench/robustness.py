@@ -24,8 +24,9 @@ import properties as prop  # noqa: E402
 def run(name: str, strategy, check, examples: int) -> Counter:
     tally: Counter = Counter()
 
-    @settings(max_examples=examples, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
+    )
     @given(strategy)
     def property_(args):
         try:
@@ -49,11 +50,25 @@ def run(name: str, strategy, check, examples: int) -> Counter:
 def main() -> None:
     examples = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
     demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-    config_paths = [["release", "revision"], ["files", "manifest", "sha256"], ["source", "kind"],
-                    ["import", "budget_usd"], ["selections"], ["runs"], ["plans", "items"],
-                    ["models", "demo-model-a", "path"], ["report", "confidence"]]
-    harmless = st.tuples(st.integers(0, 2), st.integers(0, 100), st.booleans(), st.booleans(),
-                         st.booleans(), st.booleans())
+    config_paths = [
+        ["release", "revision"],
+        ["files", "manifest", "sha256"],
+        ["source", "kind"],
+        ["import", "budget_usd"],
+        ["selections"],
+        ["runs"],
+        ["plans", "items"],
+        ["models", "demo-model-a", "path"],
+        ["report", "confidence"],
+    ]
+    harmless = st.tuples(
+        st.integers(0, 2),
+        st.integers(0, 100),
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+        st.booleans(),
+    )
 
     def harmless_check(which, seed, crlf, bom, quote_all, extra):
         files = [prop.MANIFEST, prop.SOURCES, prop.RESULTS]
@@ -62,14 +77,17 @@ def main() -> None:
         return "same"
 
     suites = {
-        "CSV readers, mutated bytes": (st.tuples(st.integers(0, 2), prop.mutations),
-                                       prop.check_csv_mutation),
+        "CSV readers, mutated bytes": (
+            st.tuples(st.integers(0, 2), prop.mutations),
+            prop.check_csv_mutation,
+        ),
         "CSV readers, harmless changes": (harmless, harmless_check),
         "verdict JSON": (st.tuples(st.integers(0, 20), prop.json_values), prop.check_verdict),
-        "Harbor result.json": (st.tuples(st.integers(0, 20), prop.json_values),
-                               prop.check_trial),
-        "config": (st.tuples(st.sampled_from(config_paths), prop.json_values),
-                   lambda path, value: prop.check_config(demo, path, value)),
+        "Harbor result.json": (st.tuples(st.integers(0, 20), prop.json_values), prop.check_trial),
+        "config": (
+            st.tuples(st.sampled_from(config_paths), prop.json_values),
+            lambda path, value: prop.check_config(demo, path, value),
+        ),
     }
     total_crashes = total_silent = 0
     print(f"{'reader':32} {'cases':>7} {'crashes':>8} {'silent':>7}  outcomes")

@@ -19,7 +19,7 @@ from afbench.config import validate_config
 from afbench.fsutil import sha256_bytes
 
 REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures" / "harbor-0.22.0-jobs"
+FIXTURES = REPO / "tests" / "fixtures" / "harbor-0.22.0-jobs"
 OWNER_REPO = "afbench/test-release"
 
 
@@ -42,12 +42,23 @@ def write_tree(root: Path, files: dict[str, bytes]) -> Path:
 
 
 def git(repo: Path, *args: str) -> str:
-    env = {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t.invalid",
-           "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE":
-           "2026-01-01T00:00:00Z", "PATH": "/usr/bin:/bin:/usr/local/bin"}
-    return subprocess.run(["git", "-c", "commit.gpgSign=false", *args], cwd=repo, env=env,
-                          check=True, capture_output=True, text=True).stdout.strip()
+    env = {
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t.invalid",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t.invalid",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z",
+        "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+        "PATH": "/usr/bin:/bin:/usr/local/bin",
+    }
+    return subprocess.run(
+        ["git", "-c", "commit.gpgSign=false", *args],
+        cwd=repo,
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def make_git_repo(root: Path, files: dict[str, bytes]) -> tuple[Path, str]:
@@ -59,8 +70,9 @@ def make_git_repo(root: Path, files: dict[str, bytes]) -> tuple[Path, str]:
     return root, git(root, "rev-parse", "HEAD")
 
 
-def config_for(files: dict[str, bytes], revision: str, source: dict, results: Path,
-               base: dict, **sections) -> dict:
+def config_for(
+    files: dict[str, bytes], revision: str, source: dict, results: Path, base: dict, **sections
+) -> dict:
     """A validated config whose pins are the sha256 of `files`."""
     cfg = copy.deepcopy(base)
     cfg.pop("demo", None)
@@ -81,8 +93,13 @@ def config_for(files: dict[str, bytes], revision: str, source: dict, results: Pa
 @pytest.fixture
 def dir_config(tmp_path, release_files, demo_yaml) -> dict:
     mirror = write_tree(tmp_path / "mirror", release_files)
-    return config_for(release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
-                      tmp_path / "results", demo_yaml)
+    return config_for(
+        release_files,
+        "a" * 40,
+        {"kind": "dir", "mirror": str(mirror)},
+        tmp_path / "results",
+        demo_yaml,
+    )
 
 
 @pytest.fixture
@@ -122,23 +139,41 @@ class Release(BaseHTTPRequestHandler):
 def http_release(release_files):
     """A real HTTP server on 127.0.0.1 serving the release at a fixed revision."""
     revision = "b" * 40
-    handler = type("Handler", (Release,), {
-        "files": {f"/{OWNER_REPO}/{revision}/{rel}": data for rel, data in
-                  release_files.items()},
-        "faults": {}, "requests": []})
+    handler = type(
+        "Handler",
+        (Release,),
+        {
+            "files": {
+                f"/{OWNER_REPO}/{revision}/{rel}": data for rel, data in release_files.items()
+            },
+            "faults": {},
+            "requests": [],
+        },
+    )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
-    yield {"base": base, "revision": revision, "handler": handler,
-           "prefix": f"/{OWNER_REPO}/{revision}/"}
+    yield {
+        "base": base,
+        "revision": revision,
+        "handler": handler,
+        "prefix": f"/{OWNER_REPO}/{revision}/",
+    }
     server.shutdown()
     server.server_close()
 
 
 def https_source(base: str, **overrides) -> dict:
-    source = {"kind": "https", "base_url": base, "connect_timeout_s": 2, "read_timeout_s": 1,
-              "total_timeout_s": 5, "retries": 2, "backoff_factor": 0.01}
+    source = {
+        "kind": "https",
+        "base_url": base,
+        "connect_timeout_s": 2,
+        "read_timeout_s": 1,
+        "total_timeout_s": 5,
+        "retries": 2,
+        "backoff_factor": 0.01,
+    }
     source.update(overrides)
     return source
 
@@ -153,6 +188,7 @@ def status(code: int, times: int | None = None):
             handler.send_error(code)
             return True
         return None
+
     return fault
 
 
@@ -163,6 +199,7 @@ def redirect(location: str):
         handler.send_header("Content-Length", "0")
         handler.end_headers()
         return True
+
     return fault
 
 
@@ -170,8 +207,7 @@ def body(data: bytes, length: int | None = None, gzip_it: bool = False, delay: f
     def fault(handler):
         payload = gzip.compress(data) if gzip_it else data
         handler.send_response(200)
-        handler.send_header("Content-Length", str(length if length is not None
-                                                  else len(payload)))
+        handler.send_header("Content-Length", str(length if length is not None else len(payload)))
         if gzip_it:
             handler.send_header("Content-Encoding", "gzip")
         handler.end_headers()
@@ -186,4 +222,5 @@ def body(data: bytes, length: int | None = None, gzip_it: bool = False, delay: f
         if length is not None and length > len(payload):
             handler.close_connection = True
         return True
+
     return fault

@@ -17,8 +17,7 @@ AFBENCH = str(Path(sys.executable).with_name("afbench"))
 
 
 def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([AFBENCH, *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run([AFBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
 def test_every_command_has_help_with_an_example():
@@ -30,14 +29,19 @@ def test_every_command_has_help_with_an_example():
         assert "examples:" in result.stdout and f"afbench {name}" in result.stdout
 
 
-@pytest.mark.parametrize("args,message", [
-    (["fetch", "--config", "nowhere.yaml"], "config file not found"),
-    (["tasks"], "no config given"),
-    (["verdict", "--path", "nowhere.json", "--task", "t"], "verdict file not found"),
-    (["verdict", "--path", "x.json", "--task", "../etc"], "not a safe name"),
-    (["import-results", "--config", "config/demo.yaml", "--model", "nope"],
-     "unknown model 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["fetch", "--config", "nowhere.yaml"], "config file not found"),
+        (["tasks"], "no config given"),
+        (["verdict", "--path", "nowhere.json", "--task", "t"], "verdict file not found"),
+        (["verdict", "--path", "x.json", "--task", "../etc"], "not a safe name"),
+        (
+            ["import-results", "--config", "config/demo.yaml", "--model", "nope"],
+            "unknown model 'nope'",
+        ),
+    ],
+)
 def test_bad_input_is_one_clear_error_without_traceback(args, message):
     result = cli(*args)
     assert result.returncode == 2
@@ -60,8 +64,9 @@ def test_unpinned_official_model_explains_how_to_supply_the_pin(tmp_path):
 def test_relabelled_condition_is_refused_by_the_cli(fetched_config, tmp_path):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(fetched_config))
-    result = cli("import-results", "--config", str(path), "--all-models",
-                 "--source-condition", "source-free")
+    result = cli(
+        "import-results", "--config", str(path), "--all-models", "--source-condition", "source-free"
+    )
     assert result.returncode == 2 and "cannot be relabelled source-free" in result.stderr
     result = cli("import-results", "--config", str(path), "--all-models", "--budget-usd", "150")
     assert result.returncode == 2 and "nominal budget" in result.stderr

@@ -20,8 +20,11 @@ from conftest import REPO
 
 
 def test_committed_demo_release_is_what_the_generator_writes(release_files):
-    committed = {p.relative_to(REPO / "resources/demo-release").as_posix(): p.read_bytes()
-                 for p in (REPO / "resources/demo-release").rglob("*") if p.is_file()}
+    committed = {
+        p.relative_to(REPO / "resources/demo-release").as_posix(): p.read_bytes()
+        for p in (REPO / "resources/demo-release").rglob("*")
+        if p.is_file()
+    }
     assert committed == release_files
     assert demo.generate_release() == release_files  # deterministic
 
@@ -40,8 +43,7 @@ def test_demo_release_has_the_official_scale_and_is_marked_synthetic(release_fil
     assert b"SYNTHETIC" in release_files["README.md"]
 
 
-def test_demo_config_pins_the_generated_files_and_the_reproducible_commit(tmp_path,
-                                                                          release_files):
+def test_demo_config_pins_the_generated_files_and_the_reproducible_commit(tmp_path, release_files):
     cfg = load_config([REPO / "config/demo.yaml"])
     assert cfg["release"]["synthetic"] is True
     assert cfg["files"]["manifest"]["sha256"] == sha256_bytes(release_files["MANIFEST.csv"])
@@ -60,22 +62,36 @@ def test_official_config_has_the_known_pins_and_null_pins_for_the_rest():
     assert cfg["files"]["sources"]["sha256"].startswith("854135c5")
     assert cfg["models"]["gpt-6-astra"]["sha256"].startswith("64a2174e")
     assert sorted(s for s, m in cfg["models"].items() if m["sha256"] is None) == sorted(
-        ["opus-5", "gpt-5.6-sol", "fable-5", "deepseek-v4.1-flash", "gemini-3.7-flash",
-         "kimi-k3", "sonnet-5", "opus-4.8"])
+        [
+            "opus-5",
+            "gpt-5.6-sol",
+            "fable-5",
+            "deepseek-v4.1-flash",
+            "gemini-3.7-flash",
+            "kimi-k3",
+            "sonnet-5",
+            "opus-4.8",
+        ]
+    )
     assert cfg["release"]["dates"]["first_public_release"] is None
     assert cfg["release"]["nominal_budget_usd"] == 200
 
 
-@pytest.mark.parametrize("mutate,field", [
-    (lambda c: c["release"].update(revision="main"), "release/revision"),
-    (lambda c: c["files"]["manifest"].update(sha256="abc"), "files/manifest/sha256"),
-    (lambda c: c.update(unknown_key=1), "(top level)"),
-    (lambda c: c["import"].update(budget_usd=-1), "import/budget_usd"),
-    (lambda c: c["selections"].update({"../x": {}}), "selections"),
-    (lambda c: c.update(release=5), "release"),
-    (lambda c: c["models"]["demo-model-a"].update(path="../etc/passwd"),
-     "models/demo-model-a/path"),
-])
+@pytest.mark.parametrize(
+    "mutate,field",
+    [
+        (lambda c: c["release"].update(revision="main"), "release/revision"),
+        (lambda c: c["files"]["manifest"].update(sha256="abc"), "files/manifest/sha256"),
+        (lambda c: c.update(unknown_key=1), "(top level)"),
+        (lambda c: c["import"].update(budget_usd=-1), "import/budget_usd"),
+        (lambda c: c["selections"].update({"../x": {}}), "selections"),
+        (lambda c: c.update(release=5), "release"),
+        (
+            lambda c: c["models"]["demo-model-a"].update(path="../etc/passwd"),
+            "models/demo-model-a/path",
+        ),
+    ],
+)
 def test_schema_rejects_bad_config_naming_the_field(demo_yaml, mutate, field):
     cfg = copy.deepcopy(demo_yaml)
     mutate(cfg)
@@ -89,7 +105,7 @@ def test_defaults_are_filled_the_same_way_as_snakemake_validate(demo_yaml):
 
     ours = validate_config(demo_yaml)
     theirs = copy.deepcopy(demo_yaml)
-    validate(theirs, str(REPO / "workflow/schemas/config.schema.yaml"))
+    validate(theirs, str(REPO / "scripts/afbench/data/config.schema.yaml"))
     assert ours == theirs
     assert ours["columns"]["results"]["cost_usd"] == "cost_usd"
     assert ours["import"]["strict_budget"] is False
@@ -97,8 +113,9 @@ def test_defaults_are_filled_the_same_way_as_snakemake_validate(demo_yaml):
 
 def test_environment_yml_and_pyproject_pin_the_same_versions():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pins = dict(d.split("==") for d in project["dependencies"]
-                + project["optional-dependencies"]["test"])
+    pins = dict(
+        d.split("==") for d in project["dependencies"] + project["optional-dependencies"]["test"]
+    )
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     conda = dict(d.split("=") for d in env if isinstance(d, str) and "=" in d)
     assert conda.pop("python") == "3.11"

@@ -23,7 +23,8 @@ def renamed_release(release_files: dict[str, bytes]) -> dict[str, bytes]:
         if rel.startswith("results/"):
             header, rest = data.split(b"\n", 1)
             header = header.replace(b"cost_usd", b"cost_in_usd").replace(
-                b"stop_reason", b"stopReason")
+                b"stop_reason", b"stopReason"
+            )
             out["data/" + rel] = header + b"\n" + rest
         elif rel.endswith(".csv"):
             out["data/" + rel] = data
@@ -38,8 +39,13 @@ def upstream(tmp_path, release_files, demo_yaml):
     files = renamed_release(release_files)
     repo, commit = make_git_repo(tmp_path / "upstream", files)
     (repo / "data/MANIFEST.csv").write_text("work tree edit, not committed\n")
-    cfg = config_for(release_files, commit, {"kind": "git", "checkout": str(repo)},
-                     tmp_path / "results", demo_yaml)
+    cfg = config_for(
+        release_files,
+        commit,
+        {"kind": "git", "checkout": str(repo)},
+        tmp_path / "results",
+        demo_yaml,
+    )
     for spec in cfg["models"].values():
         spec["sha256"] = None  # unknown pins, as for eight official models
     cfg["models"].pop("demo-model-i")
@@ -63,8 +69,10 @@ def test_discover_explains_and_its_fragment_makes_the_pipeline_run(upstream, tmp
     fragment_text = (revision_dir(cfg) / "discovered.yaml").read_text()
     assert "observed" in fragment_text and "not published by the authors" in fragment_text
     fragment = yaml.safe_load(fragment_text)
-    assert fragment["columns"]["results"] == {"cost_usd": "cost_in_usd",
-                                              "stop_reason": "stopReason"}
+    assert fragment["columns"]["results"] == {
+        "cost_usd": "cost_in_usd",
+        "stop_reason": "stopReason",
+    }
     merged = validate_config(merge(copy.deepcopy(cfg), fragment))
     merged["models"].pop("extra-model")  # a duplicate file the user chooses not to import
     for command in ("fetch", "tasks", "import-results", "report", "audit"):

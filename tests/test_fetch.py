@@ -35,8 +35,9 @@ def release_dir(cfg):
 def assert_nothing_at(cfg, rel):
     folder = release_dir(cfg)
     assert not (folder / rel).exists()
-    leftovers = [p for p in folder.rglob("*") if p.name.endswith(".part")] \
-        if folder.exists() else []
+    leftovers = (
+        [p for p in folder.rglob("*") if p.name.endswith(".part")] if folder.exists() else []
+    )
     assert leftovers == []
 
 
@@ -60,32 +61,37 @@ def test_dir_source_lands_byte_identical_read_only(dir_config, release_files):
     assert receipt["source_kind"] == "dir"
 
 
-def test_https_source_fetches_at_pinned_revision(tmp_path, http_release, release_files,
-                                                 demo_yaml):
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"]), tmp_path / "r", demo_yaml)
+def test_https_source_fetches_at_pinned_revision(tmp_path, http_release, release_files, demo_yaml):
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"]),
+        tmp_path / "r",
+        demo_yaml,
+    )
     fetch_release(cfg)
     receipt = check_landed(cfg, release_files)
     assert receipt["files"][0]["source"].startswith(http_release["base"] + "/afbench/")
     assert all(http_release["revision"] in r for r in http_release["handler"].requests)
 
 
-def test_git_source_reads_the_pinned_commit_not_the_work_tree(tmp_path, release_files,
-                                                              demo_yaml):
+def test_git_source_reads_the_pinned_commit_not_the_work_tree(tmp_path, release_files, demo_yaml):
     repo, pinned = make_git_repo(tmp_path / "upstream", release_files)
     (repo / MANIFEST).write_bytes(b"changed later\n")
     git(repo, "commit", "-qam", "later change")
     (repo / MANIFEST).write_bytes(b"uncommitted edit\n")
-    cfg = config_for(release_files, pinned, {"kind": "git", "checkout": str(repo)},
-                     tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files, pinned, {"kind": "git", "checkout": str(repo)}, tmp_path / "r", demo_yaml
+    )
     fetch_release(cfg)
     check_landed(cfg, release_files)
 
 
 def test_git_checkout_without_the_commit_is_an_error(tmp_path, release_files, demo_yaml):
     repo, _ = make_git_repo(tmp_path / "upstream", release_files)
-    cfg = config_for(release_files, "c" * 40, {"kind": "git", "checkout": str(repo)},
-                     tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files, "c" * 40, {"kind": "git", "checkout": str(repo)}, tmp_path / "r", demo_yaml
+    )
     with pytest.raises(AfbenchError, match="does not contain the pinned commit"):
         fetch_release(cfg)
     assert_nothing_at(cfg, MANIFEST)
@@ -93,8 +99,9 @@ def test_git_checkout_without_the_commit_is_an_error(tmp_path, release_files, de
 
 def test_wrong_bytes_are_refused_and_nothing_is_written(tmp_path, release_files, demo_yaml):
     mirror = write_tree(tmp_path / "m", {**release_files, MANIFEST: b"tampered\n"})
-    cfg = config_for(release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
-                     tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, tmp_path / "r", demo_yaml
+    )
     with pytest.raises(AfbenchError) as err:
         fetch_release(cfg)
     message = str(err.value)
@@ -103,20 +110,29 @@ def test_wrong_bytes_are_refused_and_nothing_is_written(tmp_path, release_files,
     assert_nothing_at(cfg, MANIFEST)
 
 
-@pytest.mark.parametrize("fault,match", [
-    (status(404), "HTTP 404"),
-    (status(500), "HTTP 500"),
-    (redirect("http://example.invalid/x"), "redirect to another host"),
-    (body(b"x" * 100, length=1000), "download failed"),  # truncated body
-    (body(b"x" * 6_000_000), "size cap"),
-    (body(b"x" * 6_000_000, gzip_it=True), "size cap"),  # inflates past the cap
-    (body(b"wrong bytes"), "do not match the pin"),
-])
-def test_https_failures_are_clear_errors(tmp_path, http_release, release_files, demo_yaml,
-                                         fault, match):
+@pytest.mark.parametrize(
+    "fault,match",
+    [
+        (status(404), "HTTP 404"),
+        (status(500), "HTTP 500"),
+        (redirect("http://example.invalid/x"), "redirect to another host"),
+        (body(b"x" * 100, length=1000), "download failed"),  # truncated body
+        (body(b"x" * 6_000_000), "size cap"),
+        (body(b"x" * 6_000_000, gzip_it=True), "size cap"),  # inflates past the cap
+        (body(b"wrong bytes"), "do not match the pin"),
+    ],
+)
+def test_https_failures_are_clear_errors(
+    tmp_path, http_release, release_files, demo_yaml, fault, match
+):
     http_release["handler"].faults[http_release["prefix"] + MANIFEST] = fault
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"]), tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"]),
+        tmp_path / "r",
+        demo_yaml,
+    )
     with pytest.raises(AfbenchError, match=match) as err:
         fetch_release(cfg, only=["manifest"])
     assert MANIFEST in str(err.value)
@@ -126,8 +142,13 @@ def test_https_failures_are_clear_errors(tmp_path, http_release, release_files, 
 def test_https_retries_5xx_then_verifies(tmp_path, http_release, release_files, demo_yaml):
     path = http_release["prefix"] + MANIFEST
     http_release["handler"].faults[path] = status(503, times=2)
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"]), tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"]),
+        tmp_path / "r",
+        demo_yaml,
+    )
     fetch_release(cfg, only=["manifest"])
     assert http_release["handler"].requests.count(path) == 3
     assert read_verified(cfg, file_for(cfg, "manifest")) == release_files[MANIFEST]
@@ -137,8 +158,13 @@ def test_same_host_redirect_is_followed(tmp_path, http_release, release_files, d
     prefix = http_release["prefix"]
     http_release["handler"].faults[prefix + MANIFEST] = redirect(prefix + "moved.csv")
     http_release["handler"].files[prefix + "moved.csv"] = release_files[MANIFEST]
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"]), tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"]),
+        tmp_path / "r",
+        demo_yaml,
+    )
     fetch_release(cfg, only=["manifest"])
     assert (release_dir(cfg) / MANIFEST).read_bytes() == release_files[MANIFEST]
 
@@ -163,11 +189,13 @@ def test_cached_symlink_is_refused(dir_config, tmp_path, release_files):
         fetch_release(dir_config)
 
 
-def test_null_pin_is_skipped_with_a_warning_and_refused_when_asked(tmp_path, release_files,
-                                                                   demo_yaml):
+def test_null_pin_is_skipped_with_a_warning_and_refused_when_asked(
+    tmp_path, release_files, demo_yaml
+):
     mirror = write_tree(tmp_path / "m", release_files)
-    cfg = config_for(release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
-                     tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, tmp_path / "r", demo_yaml
+    )
     cfg["models"]["demo-model-b"]["sha256"] = None
     warnings = fetch_release(cfg)
     assert any("demo-model-b" in w for w in warnings)

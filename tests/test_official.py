@@ -33,11 +33,11 @@ def csv_of(rows: list[dict], header: list[str] | None = None) -> bytes:
 def import_with(tmp_path, release_files, demo_yaml, data: bytes, slug=MODEL, **kw):
     files = {**release_files, PATH: data}
     mirror = write_tree(tmp_path / "m", files)
-    cfg = config_for(files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
-                     tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, tmp_path / "r", demo_yaml
+    )
     fetch_release(cfg)
-    return import_model(cfg, slug, kw.get("condition", "source-present"),
-                        kw.get("budget", 200))
+    return import_model(cfg, slug, kw.get("condition", "source-present"), kw.get("budget", 200))
 
 
 def mutated(release_files, index: int, **changes) -> bytes:
@@ -51,34 +51,41 @@ def first_solved(release_files) -> int:
 
 
 def first_failed(release_files) -> int:
-    return next(i for i, r in enumerate(rows_of(release_files[PATH]))
-                if r["success"] == "false" and r["stop_reason"] == "gave_up")
+    return next(
+        i
+        for i, r in enumerate(rows_of(release_files[PATH]))
+        if r["success"] == "false" and r["stop_reason"] == "gave_up"
+    )
 
 
-@pytest.mark.parametrize("field,value,match", [
-    ("target_declaration", "Evil.substituted", "differs from the MANIFEST row"),
-    ("source_id", "demo_source_24", "differs from the MANIFEST row"),
-    ("n_obligations", "99", "differs from the MANIFEST row"),
-    ("success", "TRUE", "not a boolean"),
-    ("success", "1", "not a boolean"),
-    ("obligations_accepted", "-1", "not a whole number"),
-    ("obligations_accepted", "1.0", "not a whole number"),
-    ("obligations_accepted", "999", "out of range"),
-    ("cost_usd", "nan", "not a finite"),
-    ("cost_usd", "inf", "not a finite"),
-    ("cost_usd", "-0.5", "not a finite"),
-    ("cost_usd", "1e999", "not finite"),
-    ("cost_usd", "", "not a finite"),
-    ("stop_reason", "gave_up", "if and only if"),
-    ("finished_at", "yesterday", "ISO-8601"),
-    ("finished_at", "2026-13-01", "ISO-8601"),
-    ("source_condition", "source-free", "constant within the file"),
-    ("scaffold", "other-scaffold", "constant within the file"),
-    ("tools", "none", "constant within the file"),
-    ("stopping_policy", "never", "constant within the file"),
-])
-def test_each_rule_names_file_row_and_field(tmp_path, release_files, demo_yaml, field, value,
-                                            match):
+@pytest.mark.parametrize(
+    "field,value,match",
+    [
+        ("target_declaration", "Evil.substituted", "differs from the MANIFEST row"),
+        ("source_id", "demo_source_24", "differs from the MANIFEST row"),
+        ("n_obligations", "99", "differs from the MANIFEST row"),
+        ("success", "TRUE", "not a boolean"),
+        ("success", "1", "not a boolean"),
+        ("obligations_accepted", "-1", "not a whole number"),
+        ("obligations_accepted", "1.0", "not a whole number"),
+        ("obligations_accepted", "999", "out of range"),
+        ("cost_usd", "nan", "not a finite"),
+        ("cost_usd", "inf", "not a finite"),
+        ("cost_usd", "-0.5", "not a finite"),
+        ("cost_usd", "1e999", "not finite"),
+        ("cost_usd", "", "not a finite"),
+        ("stop_reason", "gave_up", "if and only if"),
+        ("finished_at", "yesterday", "ISO-8601"),
+        ("finished_at", "2026-13-01", "ISO-8601"),
+        ("source_condition", "source-free", "constant within the file"),
+        ("scaffold", "other-scaffold", "constant within the file"),
+        ("tools", "none", "constant within the file"),
+        ("stopping_policy", "never", "constant within the file"),
+    ],
+)
+def test_each_rule_names_file_row_and_field(
+    tmp_path, release_files, demo_yaml, field, value, match
+):
     index = first_solved(release_files) if field != "finished_at" else 0
     data = mutated(release_files, index, **{field: value})
     with pytest.raises(AfbenchError, match=match) as err:
@@ -87,15 +94,17 @@ def test_each_rule_names_file_row_and_field(tmp_path, release_files, demo_yaml, 
 
 
 def test_success_needs_every_obligation(tmp_path, release_files, demo_yaml):
-    index = next(i for i, r in enumerate(rows_of(release_files[PATH]))
-                 if r["success"] == "true" and int(r["n_obligations"]) > 1)
+    index = next(
+        i
+        for i, r in enumerate(rows_of(release_files[PATH]))
+        if r["success"] == "true" and int(r["n_obligations"]) > 1
+    )
     data = mutated(release_files, index, obligations_accepted="1")
     with pytest.raises(AfbenchError, match="a success needs every obligation"):
         import_with(tmp_path, release_files, demo_yaml, data)
 
 
-def test_missing_unknown_and_duplicate_ids_are_all_reported(tmp_path, release_files,
-                                                            demo_yaml):
+def test_missing_unknown_and_duplicate_ids_are_all_reported(tmp_path, release_files, demo_yaml):
     rows = rows_of(release_files[PATH])
     dropped = [rows.pop(5)["task_id"], rows.pop(5)["task_id"]]
     rows.append(dict(rows[0]))
@@ -129,18 +138,20 @@ def test_harmless_format_changes_give_the_same_import(tmp_path, release_files, d
     assert other["extra_columns"] == ["note"]
 
 
-def test_relabelled_condition_and_other_budget_are_refused(tmp_path, release_files,
-                                                           demo_yaml):
+def test_relabelled_condition_and_other_budget_are_refused(tmp_path, release_files, demo_yaml):
     with pytest.raises(AfbenchError, match="cannot be relabelled source-free"):
-        import_with(tmp_path / "a", release_files, demo_yaml, release_files[PATH],
-                    condition="source-free")
+        import_with(
+            tmp_path / "a", release_files, demo_yaml, release_files[PATH], condition="source-free"
+        )
     with pytest.raises(AfbenchError, match="nominal budget"):
         import_with(tmp_path / "b", release_files, demo_yaml, release_files[PATH], budget=100)
 
 
 def test_demo_pass_counts_and_over_budget_record(fetched_config):
-    imports = [import_model(fetched_config, slug, "source-present", 200)
-               for slug in demo.INTENDED_PASS_COUNTS]
+    imports = [
+        import_model(fetched_config, slug, "source-present", 200)
+        for slug in demo.INTENDED_PASS_COUNTS
+    ]
     assert {i["model"]: i["passes"] for i in imports} == demo.INTENDED_PASS_COUNTS
     over = [r for i in imports for r in i["budget_audit"]["over_budget"]]
     assert len(over) == 1 and over[0]["source"] == demo.OVER_BUDGET["model"]
@@ -158,8 +169,10 @@ def test_demo_pass_counts_and_over_budget_record(fetched_config):
 
 
 def test_comparison_refuses_different_scaffolds(fetched_config):
-    imports = [import_model(fetched_config, slug, "source-present", 200)
-               for slug in ("demo-model-a", "demo-model-b")]
+    imports = [
+        import_model(fetched_config, slug, "source-present", 200)
+        for slug in ("demo-model-a", "demo-model-b")
+    ]
     imports[1]["scaffold"] = "another-scaffold"
     with pytest.raises(AfbenchError, match="comparison refused: models differ in scaffold"):
         summarize(fetched_config, imports, strict_budget=False)

@@ -30,8 +30,15 @@ def report_dir(tmp_path, dir_config):
 
 def test_report_is_self_contained_with_every_section(report_dir):
     html = (report_dir / "index.html").read_text()
-    for anchor in ("leaderboard", "paired", "cost", "budget", "sources", "local-runs",
-                   "provenance"):
+    for anchor in (
+        "leaderboard",
+        "paired",
+        "cost",
+        "budget",
+        "sources",
+        "local-runs",
+        "provenance",
+    ):
         assert f'id="{anchor}"' in html
     assert html.count("<svg") == 4
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # no external assets
@@ -63,29 +70,48 @@ def test_rerun_gives_byte_identical_artifacts(tmp_path, dir_config):
     assert first.keys() == second.keys()
     assert [p for p in first if first[p] != second[p]] == []
     audit = json.loads((root / "audit.json").read_text())
-    assert {a["path"] for a in audit["artifacts"]} >= {"report/index.html",
-                                                      "release/receipt.json"}
+    assert {a["path"] for a in audit["artifacts"]} >= {"report/index.html", "release/receipt.json"}
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(CHROMIUM is None and not os.environ.get("CI"),
-                    reason="chromium not installed (.ci/run installs it)")
+@pytest.mark.skipif(
+    CHROMIUM is None and not os.environ.get("CI"),
+    reason="chromium not installed (.ci/run installs it)",
+)
 def test_report_opens_in_headless_chromium(report_dir, tmp_path):
     assert CHROMIUM, "chromium must be installed in CI"
-    flags = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-             "--no-first-run", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}"]
+    flags = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+    ]
     url = (report_dir / "index.html").as_uri()
-    opened = subprocess.run([*flags, "--enable-logging=stderr", "--v=0", "--dump-dom", url],
-                            capture_output=True, text=True, timeout=120, check=True)
+    opened = subprocess.run(
+        [*flags, "--enable-logging=stderr", "--v=0", "--dump-dom", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     dom = opened.stdout
     assert "Uncaught" not in opened.stderr and "CONSOLE" not in opened.stderr
     assert dom.count("<table") >= 7 and dom.count("<svg") == 4
     assert "SYNTHETIC DEMO DATA" in dom
     shot = tmp_path / "report.png"
-    subprocess.run([*flags, f"--screenshot={shot}", "--window-size=1280,2400", url],
-                   capture_output=True, timeout=120, check=True)
+    subprocess.run(
+        [*flags, f"--screenshot={shot}", "--window-size=1280,2400", url],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
     assert shot.stat().st_size > 10_000

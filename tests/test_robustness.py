@@ -27,8 +27,7 @@ from afbench.fsutil import sha256_file
 import properties as prop
 from conftest import REPO, body, config_for, https_source, redirect
 
-FAST = settings(max_examples=150, deadline=None,
-                suppress_health_check=[HealthCheck.too_slow])
+FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @FAST
@@ -38,16 +37,38 @@ def test_mutated_csv_is_the_same_or_our_error(which, mutation):
 
 
 @FAST
-@given(which=st.integers(0, 2), seed=st.integers(0, 100), crlf=st.booleans(),
-       bom=st.booleans(), quote_all=st.booleans(), extra=st.booleans())
+@given(
+    which=st.integers(0, 2),
+    seed=st.integers(0, 100),
+    crlf=st.booleans(),
+    bom=st.booleans(),
+    quote_all=st.booleans(),
+    extra=st.booleans(),
+)
 def test_harmless_changes_give_the_clean_result(which, seed, crlf, bom, quote_all, extra):
     files = [prop.MANIFEST, prop.SOURCES, prop.RESULTS]
     files[which] = prop.harmless_variant(files[which], seed, crlf, bom, quote_all, extra)
     assert prop.read_all(*files) == prop.CLEAN
 
 
-@pytest.mark.parametrize("cost", ["NaN", "nan", "Infinity", "-inf", "-0", "-0.0", "1e309",
-                                  "0x10", "1_000", " 5", "5 ", "", '"1,5"'])
+@pytest.mark.parametrize(
+    "cost",
+    [
+        "NaN",
+        "nan",
+        "Infinity",
+        "-inf",
+        "-0",
+        "-0.0",
+        "1e309",
+        "0x10",
+        "1_000",
+        " 5",
+        "5 ",
+        "",
+        '"1,5"',
+    ],
+)
 def test_non_finite_and_odd_costs_are_refused(cost):
     data = prop.RESULTS.replace(b",12.5,", f",{cost},".encode())
     with pytest.raises(AfbenchError, match="row 2: field 'cost_usd'"):
@@ -67,17 +88,30 @@ def test_any_trial_result_is_classified_or_refused(index, value):
 
 
 @FAST
-@given(path=st.sampled_from([["release", "revision"], ["files", "manifest", "sha256"],
-                             ["source", "kind"], ["import", "budget_usd"], ["selections"],
-                             ["models", "demo-model-a", "path"], ["runs"], ["plans", "items"],
-                             ["report", "confidence"], ["results_dir"]]),
-       value=prop.json_values)
+@given(
+    path=st.sampled_from(
+        [
+            ["release", "revision"],
+            ["files", "manifest", "sha256"],
+            ["source", "kind"],
+            ["import", "budget_usd"],
+            ["selections"],
+            ["models", "demo-model-a", "path"],
+            ["runs"],
+            ["plans", "items"],
+            ["report", "confidence"],
+            ["results_dir"],
+        ]
+    ),
+    value=prop.json_values,
+)
 def test_any_config_value_is_validated_or_refused(demo_yaml, path, value):
     prop.check_config(demo_yaml, path, value)
 
 
-@pytest.mark.parametrize("task_id", ["..", "../x", "a/b", "/abs", "-rf", ".hidden", "a\x00b",
-                                     "a b", "x" * 201, "é"])
+@pytest.mark.parametrize(
+    "task_id", ["..", "../x", "a/b", "/abs", "-rf", ".hidden", "a\x00b", "a b", "x" * 201, "é"]
+)
 def test_unsafe_ids_never_become_paths(task_id):
     data = prop.MANIFEST.replace(b"t1,s1", f"{task_id},s1".encode(), 1)
     with pytest.raises(AfbenchError, match="M: row 2: "):
@@ -88,25 +122,42 @@ def test_unsafe_ids_never_become_paths(task_id):
 def test_unsafe_selection_and_run_names_are_refused(fetched_config, tmp_path, capsys, name):
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(fetched_config))
-    assert main(["tasks", "--config", str(path), f"--name={name}", "--task",
-                 "demo_s01_t001"]) == 2
-    assert main(["import-run", "--config", str(path), f"--name={name}", "--kind", "verdicts",
-                 "--path", str(tmp_path), "--selection", "all"]) == 2
+    assert main(["tasks", "--config", str(path), f"--name={name}", "--task", "demo_s01_t001"]) == 2
+    assert (
+        main(
+            [
+                "import-run",
+                "--config",
+                str(path),
+                f"--name={name}",
+                "--kind",
+                "verdicts",
+                "--path",
+                str(tmp_path),
+                "--selection",
+                "all",
+            ]
+        )
+        == 2
+    )
     assert "not a safe name" in capsys.readouterr().err
-    assert not any(p.name.startswith(name.strip("./-")) for p in tmp_path.rglob("*.json")
-                   if "selections" in p.parts)
+    assert not any(
+        p.name.startswith(name.strip("./-"))
+        for p in tmp_path.rglob("*.json")
+        if "selections" in p.parts
+    )
 
 
 def test_spreadsheet_formulas_are_neutralised_in_csv_not_json(fetched_config, tmp_path):
-    fetched_config["models"]["demo-model-a"]["display_name"] = "=HYPERLINK(\"http://x\")"
+    fetched_config["models"]["demo-model-a"]["display_name"] = '=HYPERLINK("http://x")'
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(fetched_config))
     assert main(["import-results", "--config", str(path), "--all-models"]) == 0
     out = revision_dir(fetched_config) / "imports/source-present/budget-200"
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
-    assert rows[0]["display_name"] == "'=HYPERLINK(\"http://x\")"
+    assert rows[0]["display_name"] == '\'=HYPERLINK("http://x")'
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["leaderboard"][0]["display_name"] == "=HYPERLINK(\"http://x\")"
+    assert summary["leaderboard"][0]["display_name"] == '=HYPERLINK("http://x")'
 
 
 def slow_headers(delay: float):
@@ -114,20 +165,33 @@ def slow_headers(delay: float):
         time.sleep(delay)
         handler.send_error(500)
         return True
+
     return fault
 
 
-@pytest.mark.parametrize("fault,overrides,match", [
-    (slow_headers(2.5), {"retries": 0}, "ReadTimeout"),
-    (body(b"x" * 1000, delay=2.5), {"retries": 0}, "download failed"),
-    (body(b"x" * 1000, delay=0.5), {"total_timeout_s": 0.2, "read_timeout_s": 2},
-     "total time limit"),
-])
-def test_slow_servers_time_out(tmp_path, http_release, release_files, demo_yaml, fault,
-                               overrides, match):
+@pytest.mark.parametrize(
+    "fault,overrides,match",
+    [
+        (slow_headers(2.5), {"retries": 0}, "ReadTimeout"),
+        (body(b"x" * 1000, delay=2.5), {"retries": 0}, "download failed"),
+        (
+            body(b"x" * 1000, delay=0.5),
+            {"total_timeout_s": 0.2, "read_timeout_s": 2},
+            "total time limit",
+        ),
+    ],
+)
+def test_slow_servers_time_out(
+    tmp_path, http_release, release_files, demo_yaml, fault, overrides, match
+):
     http_release["handler"].faults[http_release["prefix"] + "MANIFEST.csv"] = fault
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"], **overrides), tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"], **overrides),
+        tmp_path / "r",
+        demo_yaml,
+    )
     with pytest.raises(AfbenchError, match=match):
         fetch_release(cfg, only=["manifest"])
     assert not (revision_dir(cfg) / "release/MANIFEST.csv").exists()
@@ -137,8 +201,13 @@ def test_redirect_loop_is_refused(tmp_path, http_release, release_files, demo_ya
     prefix = http_release["prefix"]
     http_release["handler"].faults[prefix + "MANIFEST.csv"] = redirect(prefix + "b.csv")
     http_release["handler"].faults[prefix + "b.csv"] = redirect(prefix + "MANIFEST.csv")
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"]), tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"]),
+        tmp_path / "r",
+        demo_yaml,
+    )
     with pytest.raises(AfbenchError, match="redirect loop"):
         fetch_release(cfg, only=["manifest"])
 
@@ -150,9 +219,13 @@ def snakemake_project(tmp_path: Path, http_release, release_files, demo_yaml) ->
     for part in ("workflow", "profiles"):
         shutil.copytree(REPO / part, root / part)
     shutil.copy(REPO / "environment.yml", root)
-    cfg = config_for(release_files, http_release["revision"],
-                     https_source(http_release["base"], read_timeout_s=5), root / "results",
-                     demo_yaml)
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"], read_timeout_s=5),
+        root / "results",
+        demo_yaml,
+    )
     (root / "config").mkdir()
     (root / "config/demo.yaml").write_text(yaml.safe_dump(cfg))
     return root
@@ -161,8 +234,13 @@ def snakemake_project(tmp_path: Path, http_release, release_files, demo_yaml) ->
 def _kill_when(root: Path, snakemake: str, ready, check) -> None:
     """Start the pipeline, call check() on what is visible until ready() says so, SIGKILL the
     whole process group, then clear the lock a killed run leaves behind."""
-    run = subprocess.Popen([snakemake, "--cores", "2"], cwd=root, start_new_session=True,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    run = subprocess.Popen(
+        [snakemake, "--cores", "2"],
+        cwd=root,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not ready():
         check()
@@ -173,18 +251,21 @@ def _kill_when(root: Path, snakemake: str, ready, check) -> None:
 
 
 @pytest.mark.snakemake
-def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(tmp_path, http_release,
-                                                              release_files, demo_yaml):
+def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(
+    tmp_path, http_release, release_files, demo_yaml
+):
     """Kill the whole pipeline mid-fetch, then mid-import; no partial file is ever visible at
     a final path; `snakemake --unlock && snakemake` then gives byte-identical artifacts."""
     for rel in release_files:
         if rel.endswith(".csv"):
             http_release["handler"].faults[http_release["prefix"] + rel] = body(
-                release_files[rel], delay=0.4)
+                release_files[rel], delay=0.4
+            )
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     reference = snakemake_project(tmp_path / "a", http_release, release_files, demo_yaml)
-    subprocess.run([snakemake, "--cores", "2"], cwd=reference, check=True,
-                   capture_output=True, timeout=300)
+    subprocess.run(
+        [snakemake, "--cores", "2"], cwd=reference, check=True, capture_output=True, timeout=300
+    )
     expected = _tree(reference / "results")
     root = snakemake_project(tmp_path / "b", http_release, release_files, demo_yaml)
     out = root / "results" / http_release["revision"]
@@ -213,13 +294,18 @@ def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(tmp_path, http_rel
     _kill_when(root, snakemake, lambda: len(seen_imports) >= 2, check_imports)
     assert 0 < len(seen_imports) < 10  # killed in the middle of importing
     assert not (imports / "summary.json").exists()
-    subprocess.run([snakemake, "--cores", "2"], cwd=root, check=True, capture_output=True,
-                   timeout=300)
+    subprocess.run(
+        [snakemake, "--cores", "2"], cwd=root, check=True, capture_output=True, timeout=300
+    )
     actual = _tree(root / "results")
     assert actual.keys() == expected.keys()
     # audit, analysis and report carry the config digest, which differs by results_dir
-    assert [k for k in expected if expected[k] != actual[k] and not k.endswith(
-        ("audit.json", "index.html", "analysis.json"))] == []
+    assert [
+        k
+        for k in expected
+        if expected[k] != actual[k]
+        and not k.endswith(("audit.json", "index.html", "analysis.json"))
+    ] == []
 
 
 def _pins(root: Path) -> dict[str, str]:
@@ -230,5 +316,8 @@ def _pins(root: Path) -> dict[str, str]:
 
 
 def _tree(root: Path) -> dict[str, bytes]:
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*")
-            if p.is_file() and "logs" not in p.parts}
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in root.rglob("*")
+        if p.is_file() and "logs" not in p.parts
+    }

@@ -39,16 +39,23 @@ def test_every_oracle_trial_is_classified():
 
 def test_errors_never_appear_as_zero(tmp_path):
     attempts = read_harbor_job(FIXTURES / "demo-oracle")
-    summary, rows = summarize_run("oracle", "harbor", selection(*EXPECTED), attempts, 200,
-                                  RELEASE)
+    summary, rows = summarize_run("oracle", "harbor", selection(*EXPECTED), attempts, 200, RELEASE)
     for row in rows:
         if row["outcome"] == "error":
             assert row["reward"] is None
-    assert summary["counts"] == {"accepted": 1, "rejected": 2, "error": 6, "incomplete": 0,
-                                 "missing": 0}
+    assert summary["counts"] == {
+        "accepted": 1,
+        "rejected": 2,
+        "error": 6,
+        "incomplete": 0,
+        "missing": 0,
+    }
     assert summary["success_rate"] is None
-    assert summary["success_rate_bounds"] == {**summary["success_rate_bounds"],
-                                              "lower": 1 / 9, "upper": 7 / 9}
+    assert summary["success_rate_bounds"] == {
+        **summary["success_rate_bounds"],
+        "lower": 1 / 9,
+        "upper": 7 / 9,
+    }
     assert summary["condition"] == "source-free"
     assert summary["verifier_provenance_attested"] is False
     assert summary["local_capability_score"] is None
@@ -59,7 +66,8 @@ def test_nop_environment_failure_and_attempts():
     assert [(a["outcome"], a["reward"], a["agent"]) for a in nop] == [("rejected", 0, "nop")]
     failstart = read_harbor_job(FIXTURES / "demo-failstart")
     assert [(a["outcome"], a["reward"], a["reason"]) for a in failstart] == [
-        ("error", None, "RuntimeError")]
+        ("error", None, "RuntimeError")
+    ]
     k4 = read_harbor_job(FIXTURES / "demo-k4")
     summary, rows = summarize_run("k4", "harbor", selection("hello-pass"), k4, 200, RELEASE)
     assert rows[0]["attempts"] == 4 and rows[0]["accepted_attempts"] == 4
@@ -79,8 +87,9 @@ def test_incomplete_and_missing_and_outside_selection(tmp_path):
     attempts = read_harbor_job(job)
     hello = next(a for a in attempts if a["task_id"] == "hello-pass")
     assert hello["outcome"] == "incomplete" and hello["reward"] is None
-    summary, rows = summarize_run("r", "harbor", selection(*EXPECTED, "never-ran"), attempts,
-                                  200, RELEASE)
+    summary, rows = summarize_run(
+        "r", "harbor", selection(*EXPECTED, "never-ran"), attempts, 200, RELEASE
+    )
     assert summary["counts"]["incomplete"] == 1 and summary["counts"]["missing"] == 1
     assert {r["task_id"]: r["outcome"] for r in rows}["never-ran"] == "missing"
     with pytest.raises(AfbenchError, match="not in selection 'sel': .*hello-pass"):
@@ -104,50 +113,88 @@ def test_cost_goes_through_the_budget_audit(tmp_path):
     doc = json.loads(result.read_text())
     doc["agent_result"]["cost_usd"] = 250.0
     result.write_text(json.dumps(doc))
-    summary, _ = summarize_run("c", "harbor", selection("hello-pass"), read_harbor_job(job),
-                               200, RELEASE)
+    summary, _ = summarize_run(
+        "c", "harbor", selection("hello-pass"), read_harbor_job(job), 200, RELEASE
+    )
     assert summary["budget_audit"]["over_budget"][0]["excess_usd"] == 50.0
 
 
 def verdict(**changes):
-    doc = {"task_id": "t1", "status": "accepted",
-           "obligations": [{"declaration": "A.b", "status": "accepted", "detail": ""}],
-           "checks": {"target_equivalence": True, "allowed_axioms": True, "lean_kernel": True,
-                      "nanoda_replay": True},
-           "error": None, "verifier": {"name": "comparator", "version": "1.0"}}
+    doc = {
+        "task_id": "t1",
+        "status": "accepted",
+        "obligations": [{"declaration": "A.b", "status": "accepted", "detail": ""}],
+        "checks": {
+            "target_equivalence": True,
+            "allowed_axioms": True,
+            "lean_kernel": True,
+            "nanoda_replay": True,
+        },
+        "error": None,
+        "verifier": {"name": "comparator", "version": "1.0"},
+    }
     doc.update(changes)
     return json.dumps(doc).encode()
 
 
 def test_verdict_rewards():
     assert parse_verdict(verdict(), "v.json", "t1")["reward"] == 1
-    rejected = parse_verdict(verdict(status="rejected", checks={
-        "target_equivalence": True, "allowed_axioms": False, "lean_kernel": True,
-        "nanoda_replay": True}), "v.json", "t1")
+    rejected = parse_verdict(
+        verdict(
+            status="rejected",
+            checks={
+                "target_equivalence": True,
+                "allowed_axioms": False,
+                "lean_kernel": True,
+                "nanoda_replay": True,
+            },
+        ),
+        "v.json",
+        "t1",
+    )
     assert rejected["reward"] == 0 and "allowed_axioms" in rejected["reason"]
-    error = parse_verdict(verdict(status="error", error={"kind": "timeout", "message": "x"}),
-                          "v.json", "t1")
+    error = parse_verdict(
+        verdict(status="error", error={"kind": "timeout", "message": "x"}), "v.json", "t1"
+    )
     assert error["reward"] is None and error["reason"] == "timeout"
     for result in (rejected, error):
         assert result["verifier_provenance_attested"] is False
         assert result["local_capability_score"] is None
 
 
-@pytest.mark.parametrize("doc,match", [
-    (verdict(checks={"target_equivalence": True, "allowed_axioms": False, "lean_kernel": True,
-                     "nanoda_replay": True}), "accepted with a failed check"),
-    (verdict(obligations=[{"declaration": "A.b", "status": "rejected", "detail": ""}]),
-     "without every obligation accepted"),
-    (verdict(checks={"target_equivalence": True, "allowed_axioms": True,
-                     "lean_kernel": True}), "lacks checks"),
-    (verdict(status="error"), "status error without an error object"),
-    (verdict(status="rejected"), "rejected although every check and obligation passed"),
-    (verdict(task_id="t2"), "verdict is for another task"),
-    (verdict(status="maybe"), "unknown status"),
-    (b'{"task_id": "t1", "task_id": "t1"}', "duplicate key"),
-    (b"[1, 2]", "must be a JSON object"),
-    (b"\xff\xfe", "not UTF-8"),
-])
+@pytest.mark.parametrize(
+    "doc,match",
+    [
+        (
+            verdict(
+                checks={
+                    "target_equivalence": True,
+                    "allowed_axioms": False,
+                    "lean_kernel": True,
+                    "nanoda_replay": True,
+                }
+            ),
+            "accepted with a failed check",
+        ),
+        (
+            verdict(obligations=[{"declaration": "A.b", "status": "rejected", "detail": ""}]),
+            "without every obligation accepted",
+        ),
+        (
+            verdict(
+                checks={"target_equivalence": True, "allowed_axioms": True, "lean_kernel": True}
+            ),
+            "lacks checks",
+        ),
+        (verdict(status="error"), "status error without an error object"),
+        (verdict(status="rejected"), "rejected although every check and obligation passed"),
+        (verdict(task_id="t2"), "verdict is for another task"),
+        (verdict(status="maybe"), "unknown status"),
+        (b'{"task_id": "t1", "task_id": "t1"}', "duplicate key"),
+        (b"[1, 2]", "must be a JSON object"),
+        (b"\xff\xfe", "not UTF-8"),
+    ],
+)
 def test_verdict_contradictions_are_errors(doc, match):
     with pytest.raises(AfbenchError, match=match):
         parse_verdict(doc, "v.json", "t1")
@@ -164,16 +211,32 @@ def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
     verdicts = tmp_path / "verdicts"
     verdicts.mkdir()
     (verdicts / "a.json").write_bytes(verdict(task_id="demo_s01_t001"))
-    (verdicts / "b.json").write_bytes(verdict(task_id="demo_s01_t002", status="error",
-                                              error={"kind": "oom", "message": "killed"}))
-    code = main(["import-run", "--config", str(cfg_path), "--name", "mine", "--kind",
-                 "verdicts", "--path", str(verdicts), "--selection", "demo-first-tasks"])
+    (verdicts / "b.json").write_bytes(
+        verdict(task_id="demo_s01_t002", status="error", error={"kind": "oom", "message": "killed"})
+    )
+    code = main(
+        [
+            "import-run",
+            "--config",
+            str(cfg_path),
+            "--name",
+            "mine",
+            "--kind",
+            "verdicts",
+            "--path",
+            str(verdicts),
+            "--selection",
+            "demo-first-tasks",
+        ]
+    )
     assert code == 0, capsys.readouterr().err
     out = revision_dir(fetched_config) / "runs" / "mine"
     rows = list(csv.DictReader((out / "outcomes.csv").open()))
     assert [(r["task_id"], r["outcome"], r["reward"]) for r in rows] == [
-        ("demo_s01_t001", "accepted", "1"), ("demo_s01_t002", "error", ""),
-        ("demo_s02_t001", "missing", "")]
+        ("demo_s01_t001", "accepted", "1"),
+        ("demo_s01_t002", "error", ""),
+        ("demo_s02_t001", "missing", ""),
+    ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["success_rate"] is None
     assert summary["success_rate_bounds"]["lower"] == pytest.approx(1 / 3)

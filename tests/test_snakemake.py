@@ -29,8 +29,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def snakemake(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([SNAKEMAKE, *args], cwd=root, capture_output=True, text=True,
-                            timeout=300)
+    result = subprocess.run(
+        [SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, timeout=300
+    )
     if check and result.returncode != 0:
         raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
     return result
@@ -67,7 +68,11 @@ def test_demo_pipeline_end_to_end(tmp_path):
     limit = root / "limit.yaml"
     limit.write_text("selections: {demo-two-books: {limit: 2}}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(limit)) == {
-        "selection": 1, "plan": 1, "audit": 1, "all": 1}
+        "selection": 1,
+        "plan": 1,
+        "audit": 1,
+        "all": 1,
+    }
     report = snakemake(root, "--report", "snakemake-report.zip")
     assert (root / "snakemake-report.zip").stat().st_size > 10_000, report.stderr
     again = snakemake(root)
@@ -76,7 +81,11 @@ def test_demo_pipeline_end_to_end(tmp_path):
     strict = root / "strict.yaml"
     strict.write_text("import: {strict_budget: true}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(strict)) == {
-        "import_summary": 1, "report_html": 1, "audit": 1, "all": 1}
+        "import_summary": 1,
+        "report_html": 1,
+        "audit": 1,
+        "all": 1,
+    }
     failed = snakemake(root, "--configfile", "config/demo.yaml", str(strict), check=False)
     assert failed.returncode != 0
     assert "strict budget comparison refused" in failed.stdout + failed.stderr
@@ -114,27 +123,41 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     target.write_bytes(data)
     cfg["models"]["demo-model-c"]["sha256"] = sha256_bytes(data)
     write_config(root, cfg)
-    assert planned(root, *args) == {"fetch_file": 1, "receipt": 1, "import_model": 1,
-                                    "import_summary": 1, "report_html": 1, "audit": 1,
-                                    "all": 1}
+    assert planned(root, *args) == {
+        "fetch_file": 1,
+        "receipt": 1,
+        "import_model": 1,
+        "import_summary": 1,
+        "report_html": 1,
+        "audit": 1,
+        "all": 1,
+    }
     snakemake(root, *args)
 
     # the model list: the summary and what depends on it, no per-model import
     cfg["import"]["models"] = ["demo-model-a", "demo-model-b"]
     write_config(root, cfg)
-    assert planned(root, *args) == {"import_summary": 1, "report_html": 1, "audit": 1,
-                                    "all": 1}
+    assert planned(root, *args) == {"import_summary": 1, "report_html": 1, "audit": 1, "all": 1}
     snakemake(root, *args)
 
     # a local run added: its import, the report and the audit
     verdicts = mirror.parent / "verdicts"
     verdicts.mkdir()
-    (verdicts / "v.json").write_text(json.dumps({
-        "task_id": "demo_s01_t001", "status": "error", "obligations": [],
-        "checks": {}, "error": {"kind": "oom", "message": "killed"},
-        "verifier": {"name": "v", "version": "1"}}))
-    cfg["runs"] = {"mine": {"kind": "verdicts", "paths": [str(verdicts)],
-                            "selection": "demo-first-tasks"}}
+    (verdicts / "v.json").write_text(
+        json.dumps(
+            {
+                "task_id": "demo_s01_t001",
+                "status": "error",
+                "obligations": [],
+                "checks": {},
+                "error": {"kind": "oom", "message": "killed"},
+                "verifier": {"name": "v", "version": "1"},
+            }
+        )
+    )
+    cfg["runs"] = {
+        "mine": {"kind": "verdicts", "paths": [str(verdicts)], "selection": "demo-first-tasks"}
+    }
     write_config(root, cfg)
     assert planned(root, *args) == {"import_run": 1, "report_html": 1, "audit": 1, "all": 1}
     snakemake(root, *args)
@@ -169,7 +192,8 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
 
 
 def test_lint_is_clean():
-    result = subprocess.run([SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True,
-                            timeout=120)
+    result = subprocess.run(
+        [SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr

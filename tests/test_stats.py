@@ -16,15 +16,17 @@ from afbench.stats import (
     z_for,
 )
 
-Z2 = 1.959963984540054 ** 2
+Z2 = 1.959963984540054**2
 
 
 def test_wilson_edge_cases_and_midpoint():
     assert wilson_interval(0, 10) == (0.0, pytest.approx(Z2 / (10 + Z2)))  # 0.27753
     low, high = wilson_interval(10, 10)
     assert low == pytest.approx(10 / (10 + Z2)) and high == 1.0  # 0.72247
-    assert wilson_interval(5, 10) == (pytest.approx(0.236593, abs=1e-6),
-                                      pytest.approx(0.763407, abs=1e-6))
+    assert wilson_interval(5, 10) == (
+        pytest.approx(0.236593, abs=1e-6),
+        pytest.approx(0.763407, abs=1e-6),
+    )
     low, high = wilson_interval(281, 341)
     assert low < 281 / 341 < high
     with pytest.raises(ValueError):
@@ -49,8 +51,12 @@ def test_large_mcnemar_matches_exact_integer_arithmetic():
 
     for only_a, only_b in [(600, 700), (480, 521), (1500, 1400), (10, 2000)]:
         n = only_a + only_b
-        exact = float(min(Fraction(1), Fraction(
-            2 * sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)), 2 ** n)))
+        exact = float(
+            min(
+                Fraction(1),
+                Fraction(2 * sum(math.comb(n, i) for i in range(min(only_a, only_b) + 1)), 2**n),
+            )
+        )
         assert mcnemar_exact(only_a, only_b) == pytest.approx(exact, rel=1e-9, abs=1e-300)
 
 
@@ -67,8 +73,7 @@ def per_task_difference(a: list[bool], b: list[bool], confidence: float = 0.95) 
     mean = sum(diffs) / n
     se = math.sqrt(sum((d - mean) ** 2 for d in diffs) / (n - 1) / n)
     z = z_for(confidence)
-    return {"difference": mean, "standard_error": se, "low": mean - z * se,
-            "high": mean + z * se}
+    return {"difference": mean, "standard_error": se, "low": mean - z * se, "high": mean + z * se}
 
 
 def test_paired_difference():
@@ -94,6 +99,11 @@ def test_difference_from_counts_equals_the_per_task_computation():
 
 
 def test_pareto_frontier():
-    points = {"cheap": (10, 0.3), "best": (50, 0.8), "dominated": (60, 0.7),
-              "mid": (20, 0.5), "tie": (20, 0.5)}
+    points = {
+        "cheap": (10, 0.3),
+        "best": (50, 0.8),
+        "dominated": (60, 0.7),
+        "mid": (20, 0.5),
+        "tie": (20, 0.5),
+    }
     assert pareto_frontier(points) == ["cheap", "mid", "tie", "best"]

@@ -22,10 +22,18 @@ def catalog(fetched_config):
 def test_catalog_counts_links_and_input_hashes(catalog, fetched_config):
     assert catalog["counts"] == {"tasks": 341, "sources": 24, "obligations": 1155}
     task = catalog["tasks"][0]
-    assert set(task) == {"task_id", "source_id", "source_ref", "target_declaration",
-                         "n_obligations", "workspace", "workspace_url"}
+    assert set(task) == {
+        "task_id",
+        "source_id",
+        "source_ref",
+        "target_declaration",
+        "n_obligations",
+        "workspace",
+        "workspace_url",
+    }
     assert task["workspace_url"] == (
-        f"https://github.com/afbench/test-release/tree/{'a' * 40}/{task['workspace']}")
+        f"https://github.com/afbench/test-release/tree/{'a' * 40}/{task['workspace']}"
+    )
     assert catalog["inputs"]["MANIFEST.csv"] == fetched_config["files"]["manifest"]["sha256"]
     assert "not a task package" in catalog["note"]
     assert "not AutoformBench data" in catalog["license"]  # the demo says it is synthetic
@@ -36,8 +44,9 @@ def test_catalog_counts_links_and_input_hashes(catalog, fetched_config):
 def _with_files(tmp_path, release_files, demo_yaml, **changes):
     files = {**release_files, **changes}
     mirror = write_tree(tmp_path / "m", files)
-    cfg = config_for(files, "a" * 40, {"kind": "dir", "mirror": str(mirror)},
-                     tmp_path / "r", demo_yaml)
+    cfg = config_for(
+        files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, tmp_path / "r", demo_yaml
+    )
     fetch_release(cfg)
     return cfg
 
@@ -47,24 +56,30 @@ def test_sources_n_tasks_mismatch_is_caught(tmp_path, release_files, demo_yaml):
     fields = text[1].split(",")
     fields[-1] = str(int(fields[-1]) + 1)
     text[1] = ",".join(fields)
-    cfg = _with_files(tmp_path, release_files, demo_yaml,
-                      **{"SOURCES.csv": ("\n".join(text) + "\n").encode()})
+    cfg = _with_files(
+        tmp_path, release_files, demo_yaml, **{"SOURCES.csv": ("\n".join(text) + "\n").encode()}
+    )
     with pytest.raises(AfbenchError, match="n_tasks of source 'demo_source_01'"):
         build_catalog(cfg)
 
 
 def test_unknown_source_and_bad_task_id_are_caught(tmp_path, release_files, demo_yaml):
     lines = release_files["MANIFEST.csv"].decode().splitlines()
-    lines[2] = "../escape" + lines[2][lines[2].index(","):]
-    cfg = _with_files(tmp_path, release_files, demo_yaml,
-                      **{"MANIFEST.csv": ("\n".join(lines) + "\n").encode()})
+    lines[2] = "../escape" + lines[2][lines[2].index(",") :]
+    cfg = _with_files(
+        tmp_path, release_files, demo_yaml, **{"MANIFEST.csv": ("\n".join(lines) + "\n").encode()}
+    )
     with pytest.raises(AfbenchError) as err:
         build_catalog(cfg)
     assert "MANIFEST.csv: row 3: field 'task_id': not a safe name" in str(err.value)
     lines = release_files["MANIFEST.csv"].decode().splitlines()
     lines[1] = lines[1].replace("demo_source_01", "nowhere", 1)
-    cfg = _with_files(tmp_path / "2", release_files, demo_yaml,
-                      **{"MANIFEST.csv": ("\n".join(lines) + "\n").encode()})
+    cfg = _with_files(
+        tmp_path / "2",
+        release_files,
+        demo_yaml,
+        **{"MANIFEST.csv": ("\n".join(lines) + "\n").encode()},
+    )
     with pytest.raises(AfbenchError, match="source_id not in SOURCES.*nowhere"):
         build_catalog(cfg)
 
@@ -80,16 +95,19 @@ def test_selection_is_deterministic_and_hashed(catalog):
     assert len(full["task_ids"]) == 341
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    ({"tasks": ["demo_s01_t001", "demo_s01_t001"]}, "task listed twice"),
-    ({"books": ["demo_source_01", "demo_source_01"]}, "book listed twice"),
-    ({"tasks": ["nope"]}, "unknown task"),
-    ({"books": ["nope"]}, "unknown book"),
-    ({"tasks": ["demo_s01_t001"], "books": ["demo_source_02"]}, "selection is empty"),
-    ({"limit": 0}, "at least 1"),
-    ({"limit": 1.5}, "whole number"),
-    ({"limit": True}, "whole number"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        ({"tasks": ["demo_s01_t001", "demo_s01_t001"]}, "task listed twice"),
+        ({"books": ["demo_source_01", "demo_source_01"]}, "book listed twice"),
+        ({"tasks": ["nope"]}, "unknown task"),
+        ({"books": ["nope"]}, "unknown book"),
+        ({"tasks": ["demo_s01_t001"], "books": ["demo_source_02"]}, "selection is empty"),
+        ({"limit": 0}, "at least 1"),
+        ({"limit": 1.5}, "whole number"),
+        ({"limit": True}, "whole number"),
+    ],
+)
 def test_selection_errors(catalog, kwargs, match):
     with pytest.raises(AfbenchError, match=match):
         select_tasks(catalog, "bad", **kwargs)
@@ -104,8 +122,22 @@ def test_cli_limit_must_be_an_integer(fetched_config, tmp_path, capsys):
     path.write_text(yaml.safe_dump(fetched_config))
     assert main(["tasks", "--config", str(path), "--name", "x", "--limit", "two"]) == 2
     assert "--limit must be a whole number" in capsys.readouterr().err
-    assert main(["tasks", "--config", str(path), "--name", "x", "--book", "demo_source_02",
-                 "--limit", "2"]) == 0
+    assert (
+        main(
+            [
+                "tasks",
+                "--config",
+                str(path),
+                "--name",
+                "x",
+                "--book",
+                "demo_source_02",
+                "--limit",
+                "2",
+            ]
+        )
+        == 0
+    )
 
 
 @pytest.fixture
@@ -124,12 +156,33 @@ def test_nop_plan_argv_is_exact(fetched_config, catalog, upstream):
     plan = _plan(fetched_config, catalog, repo)
     task = plan["tasks"][0]
     job = task["job_name"]
-    assert task["export"]["argv"] == ["python", f"{repo}/harbor/export.py", "--problem",
-                                      "demo_s01_t001"]
+    assert task["export"]["argv"] == [
+        "python",
+        f"{repo}/harbor/export.py",
+        "--problem",
+        "demo_s01_t001",
+    ]
     assert task["check"]["argv"][-1] == "--check"
     assert task["run"]["argv"] == [
-        "harbor", "run", "-p", f"{repo}/tasks/demo_s01_t001", "-a", "nop", "--job-name", job,
-        "-o", "/srv/jobs", "-n", "1", "-k", "1", "-y", "-q", "-e", "docker"]
+        "harbor",
+        "run",
+        "-p",
+        f"{repo}/tasks/demo_s01_t001",
+        "-a",
+        "nop",
+        "--job-name",
+        job,
+        "-o",
+        "/srv/jobs",
+        "-n",
+        "1",
+        "-k",
+        "1",
+        "-y",
+        "-q",
+        "-e",
+        "docker",
+    ]
     assert task["run"]["env"] == {"HARBOR_TELEMETRY": "0"}
     assert len({t["job_name"] for t in plan["tasks"]}) == 2
     assert plan["executed"] is False and plan["dollar_cap_enforced"] is False

@@ -20,13 +20,20 @@ def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
     rows = []
     for imp in sorted(imports, key=lambda i: (-i["passes"], i["model"])):
         low, high = wilson_interval(imp["passes"], imp["tasks"], confidence)
-        rows.append({"model": imp["model"], "display_name": imp["display_name"],
-                     "passes": imp["passes"], "tasks": imp["tasks"],
-                     "success_rate": imp["success_rate"], "wilson_low": low,
-                     "wilson_high": high,
-                     "standard_error": standard_error(imp["passes"], imp["tasks"]),
-                     "infrastructure_errors": imp["infrastructure_errors"]["count"],
-                     "over_budget_records": imp["budget_audit"]["over_budget_count"]})
+        rows.append(
+            {
+                "model": imp["model"],
+                "display_name": imp["display_name"],
+                "passes": imp["passes"],
+                "tasks": imp["tasks"],
+                "success_rate": imp["success_rate"],
+                "wilson_low": low,
+                "wilson_high": high,
+                "standard_error": standard_error(imp["passes"], imp["tasks"]),
+                "infrastructure_errors": imp["infrastructure_errors"]["count"],
+                "over_budget_records": imp["budget_audit"]["over_budget_count"],
+            }
+        )
     return rows
 
 
@@ -43,8 +50,11 @@ def compactor(catalog: dict):
             if record["success"]:
                 bits |= 1 << position[record["task_id"]]
                 by_source[record["source_id"]] += 1
-        return {**{k: v for k, v in imp.items() if k != "records"},
-                "success_bits": bits, "passes_by_source": by_source}
+        return {
+            **{k: v for k, v in imp.items() if k != "records"},
+            "success_bits": bits,
+            "passes_by_source": by_source,
+        }
 
     return compact
 
@@ -59,20 +69,33 @@ def paired_comparisons(imports: list[dict], confidence: float) -> dict:
         only_a = (bits[a] & ~bits[b]).bit_count()
         only_b = (bits[b] & ~bits[a]).bit_count()
         both = (bits[a] & bits[b]).bit_count()
-        pairs.append({"a": a, "b": b, "tasks": n, "both": both, "only_a": only_a,
-                      "only_b": only_b, "neither": n - both - only_a - only_b,
-                      "p_exact": mcnemar_exact(only_a, only_b),
-                      **{f"difference_{k}": v for k, v in
-                         paired_difference_from_counts(only_a, only_b, n, confidence).items()}})
+        pairs.append(
+            {
+                "a": a,
+                "b": b,
+                "tasks": n,
+                "both": both,
+                "only_a": only_a,
+                "only_b": only_b,
+                "neither": n - both - only_a - only_b,
+                "p_exact": mcnemar_exact(only_a, only_b),
+                **{
+                    f"difference_{k}": v
+                    for k, v in paired_difference_from_counts(only_a, only_b, n, confidence).items()
+                },
+            }
+        )
     adjusted = holm([p["p_exact"] for p in pairs])
     for pair, p_adj in zip(pairs, adjusted, strict=True):
         pair["p_holm"] = p_adj
         pair["significant"] = p_adj < ALPHA
-    return {"test": "exact McNemar (two-sided binomial test on discordant tasks)",
-            "correction": f"Holm-Bonferroni over {len(pairs)} pairs, family-wise alpha {ALPHA}",
-            "difference": f"paired difference in success rate (a - b), {confidence:.0%} "
-                          "normal interval with the paired standard error",
-            "pairs": pairs}
+    return {
+        "test": "exact McNemar (two-sided binomial test on discordant tasks)",
+        "correction": f"Holm-Bonferroni over {len(pairs)} pairs, family-wise alpha {ALPHA}",
+        "difference": f"paired difference in success rate (a - b), {confidence:.0%} "
+        "normal interval with the paired standard error",
+        "pairs": pairs,
+    }
 
 
 def per_source(imports: list[dict], catalog: dict) -> list[dict]:
@@ -80,28 +103,42 @@ def per_source(imports: list[dict], catalog: dict) -> list[dict]:
     for source in catalog["sources"]:
         sid, n = source["source_id"], source["n_tasks"]
         passes = {imp["model"]: imp["passes_by_source"][sid] for imp in imports}
-        rows.append({"source_id": sid, "title": source["title"], "tasks": n,
-                     "passes": passes,
-                     "rates": {m: (k / n if n else None) for m, k in passes.items()}})
+        rows.append(
+            {
+                "source_id": sid,
+                "title": source["title"],
+                "tasks": n,
+                "passes": passes,
+                "rates": {m: (k / n if n else None) for m, k in passes.items()},
+            }
+        )
     return rows
 
 
 def cost_success(imports: list[dict]) -> dict:
     points = {imp["model"]: (imp["cost_usd"]["mean"], imp["success_rate"]) for imp in imports}
     frontier = pareto_frontier(points)
-    return {"axis": "mean reported cost per task (USD) against success rate",
-            "models": [{"model": imp["model"], "display_name": imp["display_name"],
-                        "mean_cost_usd": imp["cost_usd"]["mean"],
-                        "cost_per_solved_usd": imp["cost_usd"]["per_solved_task"],
-                        "total_cost_usd": imp["cost_usd"]["total"],
-                        "success_rate": imp["success_rate"],
-                        "on_frontier": imp["model"] in frontier}
-                       for imp in sorted(imports, key=lambda i: i["cost_usd"]["mean"])],
-            "frontier": frontier}
+    return {
+        "axis": "mean reported cost per task (USD) against success rate",
+        "models": [
+            {
+                "model": imp["model"],
+                "display_name": imp["display_name"],
+                "mean_cost_usd": imp["cost_usd"]["mean"],
+                "cost_per_solved_usd": imp["cost_usd"]["per_solved_task"],
+                "total_cost_usd": imp["cost_usd"]["total"],
+                "success_rate": imp["success_rate"],
+                "on_frontier": imp["model"] in frontier,
+            }
+            for imp in sorted(imports, key=lambda i: i["cost_usd"]["mean"])
+        ],
+        "frontier": frontier,
+    }
 
 
-def analyse(summary: dict, imports: list[dict], catalog: dict, runs: list[dict],
-            confidence: float) -> dict:
+def analyse(
+    summary: dict, imports: list[dict], catalog: dict, runs: list[dict], confidence: float
+) -> dict:
     return {
         "kind": "afbench analysis",
         "note": summary["note"],

@@ -17,12 +17,16 @@ def tool_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    return {"python": platform.python_version(), "snakemake": version("snakemake"),
-            "afbench": __version__}
+    return {
+        "python": platform.python_version(),
+        "snakemake": version("snakemake"),
+        "afbench": __version__,
+    }
 
 
-def build_audit(revision_dir: Path, config_digest: str, revision: str,
-                files: list[Path] | None = None) -> dict:
+def build_audit(
+    revision_dir: Path, config_digest: str, revision: str, files: list[Path] | None = None
+) -> dict:
     """Hash `files` (the artifacts the config asked for), or else every file in the tree."""
     root = Path(revision_dir)
     if files is None:
@@ -32,7 +36,11 @@ def build_audit(revision_dir: Path, config_digest: str, revision: str,
         rel = path.relative_to(root).as_posix()
         if rel == "audit.json" or rel.startswith("logs/") or path.name.endswith(".part"):
             continue
-        artifacts.append({"path": rel, "sha256": sha256_file(path),
-                          "size": path.stat().st_size})
-    return {"kind": "afbench audit", "revision": revision, "config_digest": config_digest,
-            "versions": tool_versions(), "artifacts": artifacts}
+        artifacts.append({"path": rel, "sha256": sha256_file(path), "size": path.stat().st_size})
+    return {
+        "kind": "afbench audit",
+        "revision": revision,
+        "config_digest": config_digest,
+        "versions": tool_versions(),
+        "artifacts": artifacts,
+    }

@@ -3,16 +3,25 @@ nothing capped, nothing removed."""
 
 from __future__ import annotations
 
-AUDIT_NOTE = ("A complete list of records whose reported cost exceeds the budget. It is not a "
-              "certificate of budget compliance: reported costs are taken as given, never "
-              "recomputed, capped or removed.")
+AUDIT_NOTE = (
+    "A complete list of records whose reported cost exceeds the budget. It is not a "
+    "certificate of budget compliance: reported costs are taken as given, never "
+    "recomputed, capped or removed."
+)
 
 
 def budget_audit(records: list[dict], budget_usd: float, label: str) -> dict:
     """records: dicts with task_id and cost_usd (None when unknown)."""
-    over = [{"source": label, "task_id": r["task_id"], "cost_usd": r["cost_usd"],
-             "excess_usd": round(r["cost_usd"] - budget_usd, 6)}
-            for r in records if r["cost_usd"] is not None and r["cost_usd"] > budget_usd]
+    over = [
+        {
+            "source": label,
+            "task_id": r["task_id"],
+            "cost_usd": r["cost_usd"],
+            "excess_usd": round(r["cost_usd"] - budget_usd, 6),
+        }
+        for r in records
+        if r["cost_usd"] is not None and r["cost_usd"] > budget_usd
+    ]
     return {
         "budget_usd": budget_usd,
         "records_checked": len(records),

@@ -13,9 +13,11 @@ from .errors import AfbenchError, Problem, raise_if
 from .fetch import read_verified
 from .fsutil import check_name
 
-CATALOG_NOTE = ("Metadata view of the release's tasks (source-free): declarations, source "
-                "references and workspace links. It is not a task package: no Lean workspace, "
-                "toolchain or textbook text is included.")
+CATALOG_NOTE = (
+    "Metadata view of the release's tasks (source-free): declarations, source "
+    "references and workspace links. It is not a task package: no Lean workspace, "
+    "toolchain or textbook text is included."
+)
 
 
 def _collect(problems: list[Problem], fn, *args, **kwargs):
@@ -31,23 +33,47 @@ def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[lis
     tasks, problems, first_row = [], [], {}
     for row, number in zip(table.rows, table.row_numbers, strict=True):
         task = {
-            "task_id": _collect(problems, check_name, row["task_id"], "task_id", file=file,
-                                row=number),
-            "source_id": _collect(problems, check_name, row["source_id"], "source_id",
-                                  file=file, row=number),
-            "source_ref": _collect(problems, require_text, row["source_ref"], file=file,
-                                   row=number, field="source_ref"),
-            "target_declaration": _collect(problems, require_text, row["target_declaration"],
-                                           file=file, row=number, field="target_declaration"),
-            "n_obligations": _collect(problems, parse_int, row["n_obligations"], file=file,
-                                      row=number, field="n_obligations", minimum=1),
-            "workspace": _collect(problems, require_text, row["workspace"], file=file,
-                                  row=number, field="workspace"),
+            "task_id": _collect(
+                problems, check_name, row["task_id"], "task_id", file=file, row=number
+            ),
+            "source_id": _collect(
+                problems, check_name, row["source_id"], "source_id", file=file, row=number
+            ),
+            "source_ref": _collect(
+                problems, require_text, row["source_ref"], file=file, row=number, field="source_ref"
+            ),
+            "target_declaration": _collect(
+                problems,
+                require_text,
+                row["target_declaration"],
+                file=file,
+                row=number,
+                field="target_declaration",
+            ),
+            "n_obligations": _collect(
+                problems,
+                parse_int,
+                row["n_obligations"],
+                file=file,
+                row=number,
+                field="n_obligations",
+                minimum=1,
+            ),
+            "workspace": _collect(
+                problems, require_text, row["workspace"], file=file, row=number, field="workspace"
+            ),
         }
         tid = task["task_id"]
         if tid is not None and tid in first_row:
-            problems.append(Problem(f"duplicate task_id (first at row {first_row[tid]})",
-                                    file=file, row=number, field="task_id", found=tid))
+            problems.append(
+                Problem(
+                    f"duplicate task_id (first at row {first_row[tid]})",
+                    file=file,
+                    row=number,
+                    field="task_id",
+                    found=tid,
+                )
+            )
         elif tid is not None:
             first_row[tid] = number
         tasks.append(task)
@@ -60,18 +86,28 @@ def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list
     sources, problems, seen = [], [], set()
     for row, number in zip(table.rows, table.row_numbers, strict=True):
         source = {
-            "source_id": _collect(problems, check_name, row["source_id"], "source_id",
-                                  file=file, row=number),
-            "title": _collect(problems, require_text, row["title"], file=file, row=number,
-                              field="title"),
+            "source_id": _collect(
+                problems, check_name, row["source_id"], "source_id", file=file, row=number
+            ),
+            "title": _collect(
+                problems, require_text, row["title"], file=file, row=number, field="title"
+            ),
             "authors": row["authors"],
             "license": row["license"],
-            "n_tasks": _collect(problems, parse_int, row["n_tasks"], file=file, row=number,
-                                field="n_tasks"),
+            "n_tasks": _collect(
+                problems, parse_int, row["n_tasks"], file=file, row=number, field="n_tasks"
+            ),
         }
         if source["source_id"] in seen:
-            problems.append(Problem("duplicate source_id", file=file, row=number,
-                                    field="source_id", found=source["source_id"]))
+            problems.append(
+                Problem(
+                    "duplicate source_id",
+                    file=file,
+                    row=number,
+                    field="source_id",
+                    found=source["source_id"],
+                )
+            )
         seen.add(source["source_id"])
         sources.append(source)
     raise_if(problems)
@@ -83,23 +119,44 @@ def cross_check(tasks: list[dict], sources: list[dict], expected: dict, files: d
     known = {s["source_id"] for s in sources}
     for task in tasks:
         if task["source_id"] not in known:
-            problems.append(Problem("source_id not in SOURCES", file=files["manifest"],
-                                    field="source_id", found=task["source_id"],
-                                    expected=f"one of {len(known)} sources"))
+            problems.append(
+                Problem(
+                    "source_id not in SOURCES",
+                    file=files["manifest"],
+                    field="source_id",
+                    found=task["source_id"],
+                    expected=f"one of {len(known)} sources",
+                )
+            )
     per_source = Counter(t["source_id"] for t in tasks)
     for source in sources:
         count = per_source[source["source_id"]]
         if count != source["n_tasks"]:
-            problems.append(Problem(f"n_tasks of source '{source['source_id']}' does not match "
-                                    f"the MANIFEST", file=files["sources"], field="n_tasks",
-                                    expected=count, found=source["n_tasks"]))
-    actual = {"tasks": len(tasks), "sources": len(sources),
-              "obligations": sum(t["n_obligations"] for t in tasks)}
+            problems.append(
+                Problem(
+                    f"n_tasks of source '{source['source_id']}' does not match the MANIFEST",
+                    file=files["sources"],
+                    field="n_tasks",
+                    expected=count,
+                    found=source["n_tasks"],
+                )
+            )
+    actual = {
+        "tasks": len(tasks),
+        "sources": len(sources),
+        "obligations": sum(t["n_obligations"] for t in tasks),
+    }
     for key, value in actual.items():
         if value != expected[key]:
-            problems.append(Problem(f"the release declares {expected[key]} {key}",
-                                    file=files["manifest"], field=key,
-                                    expected=expected[key], found=value))
+            problems.append(
+                Problem(
+                    f"the release declares {expected[key]} {key}",
+                    file=files["manifest"],
+                    field=key,
+                    expected=expected[key],
+                    found=value,
+                )
+            )
     raise_if(problems)
 
 
@@ -107,20 +164,26 @@ def load_release_tasks(config: dict) -> tuple[list[dict], list[dict], dict]:
     """Verified, parsed and cross-checked MANIFEST and SOURCES."""
     specs = {kind: file_for(config, kind) for kind in ("manifest", "sources")}
     names = {kind: spec.path for kind, spec in specs.items()}
-    tasks, task_extra = parse_manifest(read_verified(config, specs["manifest"]),
-                                       names["manifest"], config["columns"]["manifest"])
-    sources, source_extra = parse_sources(read_verified(config, specs["sources"]),
-                                          names["sources"], config["columns"]["sources"])
+    tasks, task_extra = parse_manifest(
+        read_verified(config, specs["manifest"]), names["manifest"], config["columns"]["manifest"]
+    )
+    sources, source_extra = parse_sources(
+        read_verified(config, specs["sources"]), names["sources"], config["columns"]["sources"]
+    )
     cross_check(tasks, sources, config["release"]["expected_counts"], names)
-    meta = {"inputs": {spec.path: spec.sha256 for spec in specs.values()},
-            "extra_columns": {names["manifest"]: task_extra, names["sources"]: source_extra}}
+    meta = {
+        "inputs": {spec.path: spec.sha256 for spec in specs.values()},
+        "extra_columns": {names["manifest"]: task_extra, names["sources"]: source_extra},
+    }
     return tasks, sources, meta
 
 
 def release_header(config: dict) -> dict:
     release = config["release"]
-    return {key: release[key] for key in
-            ("name", "repository", "revision", "synthetic", "lean", "mathlib", "harbor")}
+    return {
+        key: release[key]
+        for key in ("name", "repository", "revision", "synthetic", "lean", "mathlib", "harbor")
+    }
 
 
 def build_catalog(config: dict) -> dict:
@@ -134,20 +197,27 @@ def build_catalog(config: dict) -> dict:
         "license": license_note(config["release"]),
         "inputs": meta["inputs"],
         "extra_columns": meta["extra_columns"],
-        "counts": {"tasks": len(tasks), "sources": len(sources),
-                   "obligations": sum(t["n_obligations"] for t in tasks)},
+        "counts": {
+            "tasks": len(tasks),
+            "sources": len(sources),
+            "obligations": sum(t["n_obligations"] for t in tasks),
+        },
         "sources": sources,
         "tasks": [{**task, "workspace_url": tree + task["workspace"]} for task in tasks],
     }
 
 
 def check_catalog_current(config: dict, catalog: dict, file: str) -> None:
-    pinned = {file_for(config, k).path: file_for(config, k).sha256
-              for k in ("manifest", "sources")}
-    if catalog.get("inputs") != pinned or \
-            catalog.get("release", {}).get("revision") != config["release"]["revision"]:
-        raise AfbenchError("catalog was built from other inputs than the pinned ones; rebuild "
-                           "it with `afbench tasks`", file=file)
+    pinned = {file_for(config, k).path: file_for(config, k).sha256 for k in ("manifest", "sources")}
+    if (
+        catalog.get("inputs") != pinned
+        or catalog.get("release", {}).get("revision") != config["release"]["revision"]
+    ):
+        raise AfbenchError(
+            "catalog was built from other inputs than the pinned ones; rebuild "
+            "it with `afbench tasks`",
+            file=file,
+        )
 
 
 def _unique(values: list, what: str) -> None:
@@ -156,44 +226,72 @@ def _unique(values: list, what: str) -> None:
         raise AfbenchError(f"{what} listed twice", field=what, found=dupes[0])
 
 
-def select_tasks(catalog: dict, name: str, tasks: list[str] | None = None,
-                 books: list[str] | None = None, limit: object = None) -> dict:
+def select_tasks(
+    catalog: dict,
+    name: str,
+    tasks: list[str] | None = None,
+    books: list[str] | None = None,
+    limit: object = None,
+) -> dict:
     """A deterministic selection: manifest order, filtered by books and tasks, then limited."""
     check_name(name, "selection name")
     tasks, books = list(tasks or []), list(books or [])
     _unique(tasks, "task")
     _unique(books, "book")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)
-                              or limit < 1):
-        raise AfbenchError("limit must be a whole number of at least 1", field="limit",
-                           found=str(limit))
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise AfbenchError(
+            "limit must be a whole number of at least 1", field="limit", found=str(limit)
+        )
     all_ids = {t["task_id"] for t in catalog["tasks"]}
     all_books = {s["source_id"] for s in catalog["sources"]}
-    problems = [Problem("unknown task", field="task", found=t) for t in tasks
-                if t not in all_ids]
-    problems += [Problem("unknown book (source_id)", field="book", found=b,
-                         expected=f"one of {sorted(all_books)}") for b in books
-                 if b not in all_books]
+    problems = [Problem("unknown task", field="task", found=t) for t in tasks if t not in all_ids]
+    problems += [
+        Problem(
+            "unknown book (source_id)",
+            field="book",
+            found=b,
+            expected=f"one of {sorted(all_books)}",
+        )
+        for b in books
+        if b not in all_books
+    ]
     raise_if(problems)
-    chosen = [t for t in catalog["tasks"]
-              if (not books or t["source_id"] in books) and (not tasks or t["task_id"] in tasks)]
+    chosen = [
+        t
+        for t in catalog["tasks"]
+        if (not books or t["source_id"] in books) and (not tasks or t["task_id"] in tasks)
+    ]
     if not chosen:
-        raise AfbenchError("the selection is empty: no task matches both --task and --book",
-                           field="selection", found=name)
+        raise AfbenchError(
+            "the selection is empty: no task matches both --task and --book",
+            field="selection",
+            found=name,
+        )
     if limit is not None:
         chosen = chosen[:limit]
     ids = [t["task_id"] for t in chosen]
-    digest = hashlib.sha256(json.dumps(
-        {"revision": catalog["release"]["revision"], "inputs": catalog["inputs"],
-         "task_ids": ids}, sort_keys=True).encode()).hexdigest()
+    digest = hashlib.sha256(
+        json.dumps(
+            {
+                "revision": catalog["release"]["revision"],
+                "inputs": catalog["inputs"],
+                "task_ids": ids,
+            },
+            sort_keys=True,
+        ).encode()
+    ).hexdigest()
     return {
         "kind": "afbench task selection",
         "note": CATALOG_NOTE,
         "name": name,
         "release": catalog["release"],
         "license": catalog["license"],
-        "criteria": {"tasks": tasks, "books": books, "limit": limit,
-                     "order": "MANIFEST order, filtered by books and tasks, then limited"},
+        "criteria": {
+            "tasks": tasks,
+            "books": books,
+            "limit": limit,
+            "order": "MANIFEST order, filtered by books and tasks, then limited",
+        },
         "selection_sha256": digest,
         "counts": {"tasks": len(chosen), "obligations": sum(t["n_obligations"] for t in chosen)},
         "task_ids": ids,

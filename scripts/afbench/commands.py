@@ -44,8 +44,9 @@ def _load_catalog(config: dict, build_if_missing: bool = True) -> dict:
 def _write_selection(config: dict, catalog: dict, name: str, criteria: dict) -> dict:
     from .catalog import select_tasks
 
-    selection = select_tasks(catalog, name, criteria.get("tasks"), criteria.get("books"),
-                             criteria.get("limit"))
+    selection = select_tasks(
+        catalog, name, criteria.get("tasks"), criteria.get("books"), criteria.get("limit")
+    )
     write_json(paths.selection(config, name), selection)
     return selection
 
@@ -53,9 +54,11 @@ def _write_selection(config: dict, catalog: dict, name: str, criteria: dict) -> 
 def _configured_selection(config: dict, name: str) -> dict:
     check_name(name, "selection name")
     if name not in config["selections"]:
-        raise AfbenchError(f"no selection named '{name}' in config",
-                           expected=f"one of {sorted(config['selections'])}",
-                           field="selections")
+        raise AfbenchError(
+            f"no selection named '{name}' in config",
+            expected=f"one of {sorted(config['selections'])}",
+            field="selections",
+        )
     return config["selections"][name]
 
 
@@ -100,10 +103,10 @@ def _load_selection(config: dict, name: str) -> dict:
     catalog = _load_catalog(config)
     if path.exists():
         selection = read_json_file(path, "selection")
-        if selection.get("release") != catalog["release"] or \
-                selection.get("task_ids") is None:
-            raise AfbenchError("selection is stale: rebuild it with `afbench tasks`",
-                               file=str(path))
+        if selection.get("release") != catalog["release"] or selection.get("task_ids") is None:
+            raise AfbenchError(
+                "selection is stale: rebuild it with `afbench tasks`", file=str(path)
+            )
         return selection
     return _write_selection(config, catalog, name, _configured_selection(config, name))
 
@@ -117,8 +120,7 @@ def cmd_plan(args: Namespace) -> None:
 
     config = _config(args)
     if args.selection:
-        items = [{"selection": args.selection, "agent": args.agent or "nop",
-                  "model": args.model}]
+        items = [{"selection": args.selection, "agent": args.agent or "nop", "model": args.model}]
         repository = args.repository_dir or _abs_from_config(config["plans"]["repository_dir"])
     else:
         if args.agent or args.model:
@@ -137,8 +139,7 @@ def cmd_plan(args: Namespace) -> None:
     jobs_dir = jobs_dir if jobs_dir.is_absolute() else revision_dir(config) / jobs_dir
     for item in items:
         selection = _load_selection(config, item["selection"])
-        plan = build_plan(config, selection, item["agent"], item.get("model"), repository,
-                          jobs_dir)
+        plan = build_plan(config, selection, item["agent"], item.get("model"), repository, jobs_dir)
         label = plan_label(item["agent"], item.get("model"))
         write_json(paths.plan(config, item["selection"], label), plan)
 
@@ -173,8 +174,10 @@ def cmd_import_results(args: Namespace) -> None:
             check_request(config, slug, condition, budget)
             path = paths.model_import(config, condition, budget, slug)
             record = read_json_file(path, "model import")
-            if record.get("inputs", {}).get(config["models"][slug]["path"]) != \
-                    config["models"][slug]["sha256"]:
+            if (
+                record.get("inputs", {}).get(config["models"][slug]["path"])
+                != config["models"][slug]["sha256"]
+            ):
                 raise AfbenchError("model import is stale: import it again", file=str(path))
             del record["records"]
             imports.append(record)
@@ -182,8 +185,11 @@ def cmd_import_results(args: Namespace) -> None:
     for stale in (out / "summary.json", out / "leaderboard.csv"):
         stale.unlink(missing_ok=True)
     summary = summarize(config, imports, strict)
-    write_csv(out / "leaderboard.csv", LEADERBOARD_COLUMNS,
-              ([row[c] for c in LEADERBOARD_COLUMNS] for row in summary["leaderboard"]))
+    write_csv(
+        out / "leaderboard.csv",
+        LEADERBOARD_COLUMNS,
+        ([row[c] for c in LEADERBOARD_COLUMNS] for row in summary["leaderboard"]),
+    )
     write_json(out / "summary.json", summary)
 
 
@@ -198,8 +204,11 @@ def cmd_verdict(args: Namespace) -> None:
     except FileNotFoundError:
         raise AfbenchError("verdict file not found", file=str(path)) from None
     verdict = parse_verdict(data, str(path), args.task)
-    record = {"kind": "afbench verdict import", **verdict,
-              "input": {"path": str(path.resolve()), "sha256": sha256_bytes(data)}}
+    record = {
+        "kind": "afbench verdict import",
+        **verdict,
+        "input": {"path": str(path.resolve()), "sha256": sha256_bytes(data)},
+    }
     if args.output:
         write_json(Path(args.output), record)
     else:
@@ -220,29 +229,38 @@ def cmd_import_run(args: Namespace) -> None:
     config = _config(args)
     if args.run:
         if args.run not in config["runs"]:
-            raise AfbenchError(f"no run named '{args.run}' in config", field="runs",
-                               expected=f"one of {sorted(config['runs'])}")
+            raise AfbenchError(
+                f"no run named '{args.run}' in config",
+                field="runs",
+                expected=f"one of {sorted(config['runs'])}",
+            )
         spec = config["runs"][args.run]
         name, kind, inputs = args.run, spec["kind"], spec["paths"]
         selection_name, budget = spec["selection"], spec["budget_usd"]
     else:
         if not (args.name and args.kind and args.path and args.selection):
-            raise AfbenchError("an ad-hoc run needs --name, --kind, --path and --selection "
-                               "(or --run NAME from config)")
+            raise AfbenchError(
+                "an ad-hoc run needs --name, --kind, --path and --selection "
+                "(or --run NAME from config)"
+            )
         name, kind, inputs, selection_name = args.name, args.kind, args.path, args.selection
-        budget = args.budget_usd if args.budget_usd is not None else \
-            config["release"]["nominal_budget_usd"]
+        budget = (
+            args.budget_usd
+            if args.budget_usd is not None
+            else config["release"]["nominal_budget_usd"]
+        )
     check_name(name, "run name")
     selection = _load_selection(config, selection_name)
     reader = read_harbor_job if kind == "harbor" else read_verdict_dir
     attempts = [a for folder in inputs for a in reader(Path(folder))]
-    summary, rows = summarize_run(name, kind, selection, attempts, budget,
-                                  release_header(config))
+    summary, rows = summarize_run(name, kind, selection, attempts, budget, release_header(config))
     out = paths.run_dir(config, name)
-    write_csv(out / "attempts.csv", ATTEMPT_COLUMNS,
-              ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts))
-    write_csv(out / "outcomes.csv", OUTCOME_COLUMNS,
-              ([r[c] for c in OUTCOME_COLUMNS] for r in rows))
+    write_csv(
+        out / "attempts.csv", ATTEMPT_COLUMNS, ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts)
+    )
+    write_csv(
+        out / "outcomes.csv", OUTCOME_COLUMNS, ([r[c] for c in OUTCOME_COLUMNS] for r in rows)
+    )
     atomic_write_bytes(out / "summary.json", json_bytes(summary))
 
 
@@ -256,20 +274,28 @@ def cmd_report(args: Namespace) -> None:
     config = report_slice(_config(args))
     settings = config["import"]
     condition, budget = settings["source_condition"], settings["budget_usd"]
-    summary = read_json_file(paths.imports_dir(config, condition, budget) / "summary.json",
-                             "import summary")
+    summary = read_json_file(
+        paths.imports_dir(config, condition, budget) / "summary.json", "import summary"
+    )
     catalog = _load_catalog(config, build_if_missing=False)
     compact = compactor(catalog)
-    imports = [compact(read_json_file(paths.model_import(config, condition, budget, slug),
-                                      "model import")) for slug in selected_models(config)]
-    runs = [read_json_file(paths.run_dir(config, name) / "summary.json", "run summary")
-            for name in config["runs"]]
+    imports = [
+        compact(read_json_file(paths.model_import(config, condition, budget, slug), "model import"))
+        for slug in selected_models(config)
+    ]
+    runs = [
+        read_json_file(paths.run_dir(config, name) / "summary.json", "run summary")
+        for name in config["runs"]
+    ]
     analysis = analyse(summary, imports, catalog, runs, config["report"]["confidence"])
     receipt = read_json_file(paths.receipt(config), "receipt")
-    provenance = {"files": [f for f in receipt["files"] if f["key"] in
-                            {"manifest", "sources", *config["models"]}],
-                  "config_digest": config_digest(config),
-                  "versions": tool_versions()}
+    provenance = {
+        "files": [
+            f for f in receipt["files"] if f["key"] in {"manifest", "sources", *config["models"]}
+        ],
+        "config_digest": config_digest(config),
+        "versions": tool_versions(),
+    }
     figures = make_figures(analysis)
     out = paths.report_dir(config)
     for name, svg in figures.items():
@@ -285,8 +311,10 @@ def cmd_audit(args: Namespace) -> None:
     config = _config(args)
     root = revision_dir(config)
     files = [Path(f) for f in args.file] if args.file else None
-    write_json(paths.audit(config), build_audit(root, config_digest(config),
-                                                config["release"]["revision"], files))
+    write_json(
+        paths.audit(config),
+        build_audit(root, config_digest(config), config["release"]["revision"], files),
+    )
 
 
 def cmd_demo(args: Namespace) -> None:

@@ -1,4 +1,4 @@
-"""Configuration: load, validate against workflow/schemas/config.schema.yaml, fill defaults.
+"""Configuration: load, validate against the packaged config.schema.yaml, fill defaults.
 
 The Snakefile validates with `snakemake.utils.validate`; the CLI uses the same schema and the
 same default-filling rule here (tests keep the two in agreement).
@@ -15,8 +15,7 @@ from typing import NamedTuple
 
 from .errors import AfbenchError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_PATH = REPO_ROOT / "workflow" / "schemas" / "config.schema.yaml"
+SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.yaml"
 
 
 class ReleaseFile(NamedTuple):
@@ -48,8 +47,7 @@ def _load_yaml_or_json(path: Path) -> dict:
     except yaml.YAMLError as exc:
         raise AfbenchError(f"not valid YAML: {exc}", file=str(path)) from None
     if not isinstance(data, dict):
-        raise AfbenchError("config must be a mapping", file=str(path),
-                           found=type(data).__name__)
+        raise AfbenchError("config must be a mapping", file=str(path), found=type(data).__name__)
     return data
 
 
@@ -123,10 +121,14 @@ def revision_dir(config: dict) -> Path:
 
 def release_files(config: dict) -> list[ReleaseFile]:
     """Every release file the config names (a Snakemake job's config may name only some)."""
-    files = [ReleaseFile(key, key, spec["path"], spec["sha256"])
-             for key, spec in config.get("files", {}).items()]
-    files += [ReleaseFile(slug, "results", spec["path"], spec["sha256"])
-              for slug, spec in config.get("models", {}).items()]
+    files = [
+        ReleaseFile(key, key, spec["path"], spec["sha256"])
+        for key, spec in config.get("files", {}).items()
+    ]
+    files += [
+        ReleaseFile(slug, "results", spec["path"], spec["sha256"])
+        for slug, spec in config.get("models", {}).items()
+    ]
     return files
 
 
@@ -144,8 +146,12 @@ def missing_pin_error(config: dict, slug: str) -> AfbenchError:
         f"model '{slug}' has no SHA-256 pin, so its file cannot be verified and is not read. "
         f"Supply the pin as models.{slug}.sha256 in your config (64 hex digits; "
         f"`afbench discover --checkout DIR` reads it from an upstream checkout at the pinned "
-        f"revision), or leave the model out", file=spec["path"], field="sha256",
-        expected="64 hex digits", found=None)
+        f"revision), or leave the model out",
+        file=spec["path"],
+        field="sha256",
+        expected="64 hex digits",
+        found=None,
+    )
 
 
 def selected_models(config: dict) -> list[str]:
@@ -156,8 +162,13 @@ def selected_models(config: dict) -> list[str]:
     problems = []
     for slug in wanted:
         if slug not in config["models"]:
-            problems.append(AfbenchError(f"unknown model '{slug}'", field="import.models",
-                                         expected=f"one of {sorted(config['models'])}"))
+            problems.append(
+                AfbenchError(
+                    f"unknown model '{slug}'",
+                    field="import.models",
+                    expected=f"one of {sorted(config['models'])}",
+                )
+            )
         elif not config["models"][slug]["sha256"]:
             problems.append(missing_pin_error(config, slug))
     if problems:
@@ -171,15 +182,22 @@ def file_for(config: dict, key: str) -> ReleaseFile:
     for spec in release_files(config):
         if spec.key == key:
             return spec
-    raise AfbenchError(f"no release file named '{key}'",
-                       expected=f"one of {[f.key for f in release_files(config)]}")
+    raise AfbenchError(
+        f"no release file named '{key}'",
+        expected=f"one of {[f.key for f in release_files(config)]}",
+    )
 
 
 def report_slice(config: dict) -> dict:
     """The settings the report depends on (and whose digest it shows): not plans or
     selections, so changing those does not redraw it."""
     models = selected_models(config)
-    return {"results_dir": config["results_dir"], "release": config["release"],
-            "files": config["files"], "models": {m: config["models"][m] for m in models},
-            "import": dict(config["import"], models=models), "runs": config["runs"],
-            "report": config["report"]}
+    return {
+        "results_dir": config["results_dir"],
+        "release": config["release"],
+        "files": config["files"],
+        "models": {m: config["models"][m] for m in models},
+        "import": dict(config["import"], models=models),
+        "runs": config["runs"],
+        "report": config["report"],
+    }

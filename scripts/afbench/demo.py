@@ -18,24 +18,56 @@ NOMINAL_BUDGET = 200.0
 SCAFFOLD, TOOLS, STOPPING = "demo-scaffold-v1", "lean-repl+search", "budget-or-give-up"
 # What the generator makes each model pass: deliberately not the official leaderboard.
 INTENDED_PASS_COUNTS = {
-    "demo-model-a": 266, "demo-model-b": 228, "demo-model-c": 207,
-    "demo-model-d": 195, "demo-model-e": 172, "demo-model-f": 161,
-    "demo-model-g": 140, "demo-model-h": 126, "demo-model-i": 98,
+    "demo-model-a": 266,
+    "demo-model-b": 228,
+    "demo-model-c": 207,
+    "demo-model-d": 195,
+    "demo-model-e": 172,
+    "demo-model-f": 161,
+    "demo-model-g": 140,
+    "demo-model-h": 126,
+    "demo-model-i": 98,
 }
 OVER_BUDGET = {"model": "demo-model-d", "cost_usd": "412.5000"}
 # Stronger demo models spend more per task, so cost against success has a real frontier.
-COST_SCALE = {"demo-model-a": 1.6, "demo-model-b": 1.25, "demo-model-c": 1.0,
-              "demo-model-d": 0.95, "demo-model-e": 1.15, "demo-model-f": 0.6,
-              "demo-model-g": 0.75, "demo-model-h": 0.4, "demo-model-i": 0.3}
+COST_SCALE = {
+    "demo-model-a": 1.6,
+    "demo-model-b": 1.25,
+    "demo-model-c": 1.0,
+    "demo-model-d": 0.95,
+    "demo-model-e": 1.15,
+    "demo-model-f": 0.6,
+    "demo-model-g": 0.75,
+    "demo-model-h": 0.4,
+    "demo-model-i": 0.3,
+}
 INFRA_ERRORS_PER_MODEL = 2
 AUTHOR = ("afbench demo", "demo@afbench.invalid", "2026-10-13T00:00:00+00:00")
 
-MANIFEST_HEADER = ["task_id", "source_id", "source_ref", "target_declaration",
-                   "n_obligations", "workspace"]
+MANIFEST_HEADER = [
+    "task_id",
+    "source_id",
+    "source_ref",
+    "target_declaration",
+    "n_obligations",
+    "workspace",
+]
 SOURCES_HEADER = ["source_id", "title", "authors", "license", "n_tasks"]
-RESULTS_HEADER = ["task_id", "source_id", "target_declaration", "n_obligations", "success",
-                  "obligations_accepted", "cost_usd", "stop_reason", "source_condition",
-                  "scaffold", "tools", "stopping_policy", "finished_at"]
+RESULTS_HEADER = [
+    "task_id",
+    "source_id",
+    "target_declaration",
+    "n_obligations",
+    "success",
+    "obligations_accepted",
+    "cost_usd",
+    "stop_reason",
+    "source_condition",
+    "scaffold",
+    "tools",
+    "stopping_policy",
+    "finished_at",
+]
 
 README = """# afbench demo release (SYNTHETIC)
 
@@ -70,9 +102,11 @@ def _partition(rng: random.Random, total: int, parts: int, minimum: int) -> list
 
 def scaled_models(task_scale: int = 1, model_scale: int = 1) -> dict[str, int]:
     """Intended pass counts; copies of the nine models (suffix -2, -3, ...) for benchmarks."""
-    return {(slug if copy == 1 else f"{slug}-{copy}"): passes * task_scale
-            for copy in range(1, model_scale + 1)
-            for slug, passes in INTENDED_PASS_COUNTS.items()}
+    return {
+        (slug if copy == 1 else f"{slug}-{copy}"): passes * task_scale
+        for copy in range(1, model_scale + 1)
+        for slug, passes in INTENDED_PASS_COUNTS.items()
+    }
 
 
 def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, bytes]:
@@ -84,13 +118,25 @@ def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, byt
     sources, tasks = [], []
     for s, size in enumerate(source_sizes, start=1):
         source_id = f"demo_source_{s:02d}"
-        sources.append([source_id, f"Synthetic Demo Source {s:02d}", "Demo Author (synthetic)",
-                        "synthetic; no licence applies", size])
+        sources.append(
+            [
+                source_id,
+                f"Synthetic Demo Source {s:02d}",
+                "Demo Author (synthetic)",
+                "synthetic; no licence applies",
+                size,
+            ]
+        )
         for t in range(1, size + 1):
-            tasks.append({"task_id": f"demo_s{s:02d}_t{t:03d}", "source_id": source_id,
-                          "source_ref": f"Demo Theorem {s}.{t}",
-                          "target_declaration": f"AfbenchDemo.S{s:02d}.theorem_{t:03d}",
-                          "n_obligations": 1})
+            tasks.append(
+                {
+                    "task_id": f"demo_s{s:02d}_t{t:03d}",
+                    "source_id": source_id,
+                    "source_ref": f"Demo Theorem {s}.{t}",
+                    "target_declaration": f"AfbenchDemo.S{s:02d}.theorem_{t:03d}",
+                    "n_obligations": 1,
+                }
+            )
     for index in rng.choices(range(n_tasks), k=n_obligations - n_tasks):
         tasks[index]["n_obligations"] += 1
     for task in tasks:
@@ -100,8 +146,9 @@ def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, byt
     files = {
         "README.md": README.format(seed=SEED).encode(),
         "harbor/export.py": EXPORTER.encode(),
-        "MANIFEST.csv": csv_bytes(MANIFEST_HEADER,
-                                  ([t[c] for c in MANIFEST_HEADER] for t in tasks)),
+        "MANIFEST.csv": csv_bytes(
+            MANIFEST_HEADER, ([t[c] for c in MANIFEST_HEADER] for t in tasks)
+        ),
         "SOURCES.csv": csv_bytes(SOURCES_HEADER, sources),
     }
     for slug, passes in scaled_models(task_scale, model_scale).items():
@@ -109,8 +156,9 @@ def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, byt
     return files
 
 
-def _model_results(rng: random.Random, slug: str, passes: int, tasks: list[dict],
-                   difficulty: dict[str, float]) -> bytes:
+def _model_results(
+    rng: random.Random, slug: str, passes: int, tasks: list[dict], difficulty: dict[str, float]
+) -> bytes:
     noisy = sorted(tasks, key=lambda t: difficulty[t["task_id"]] + rng.gauss(0, 0.15))
     solved = {t["task_id"] for t in noisy[:passes]}
     failed = [t["task_id"] for t in noisy[passes:]]
@@ -131,15 +179,33 @@ def _model_results(rng: random.Random, slug: str, passes: int, tasks: list[dict]
             row = ("false", 0, rng.uniform(0, 5), "infrastructure_error")
         else:
             reason = rng.choice(["gave_up", "budget_exhausted", "time_limit"])
-            cost = (rng.uniform(190, 200) if reason == "budget_exhausted"
-                    else min(rng.uniform(5, 180) * scale, 199.0))
+            cost = (
+                rng.uniform(190, 200)
+                if reason == "budget_exhausted"
+                else min(rng.uniform(5, 180) * scale, 199.0)
+            )
             row = ("false", rng.randrange(n), cost, reason)
         success, accepted, cost, reason = row
         cost_text = OVER_BUDGET["cost_usd"] if tid == over_budget else f"{cost:.4f}"
         if tid == over_budget:
             success, accepted, reason = "false", rng.randrange(n), "budget_exhausted"
-        rows.append([tid, task["source_id"], task["target_declaration"], n, success, accepted,
-                     cost_text, reason, "source-present", SCAFFOLD, TOOLS, STOPPING, finished])
+        rows.append(
+            [
+                tid,
+                task["source_id"],
+                task["target_declaration"],
+                n,
+                success,
+                accepted,
+                cost_text,
+                reason,
+                "source-present",
+                SCAFFOLD,
+                TOOLS,
+                STOPPING,
+                finished,
+            ]
+        )
     return csv_bytes(RESULTS_HEADER, rows)
 
 
@@ -155,10 +221,16 @@ def write_release(out: Path) -> dict[str, bytes]:
 def _git(repo: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str:
     result = subprocess.run(
         ["git", "-c", "core.autocrlf=false", "-c", "commit.gpgSign=false", *args],
-        cwd=repo, input=data, capture_output=True, env=env, check=False)
+        cwd=repo,
+        input=data,
+        capture_output=True,
+        env=env,
+        check=False,
+    )
     if result.returncode != 0:
-        raise AfbenchError(f"git {args[0]} failed: {result.stderr.decode().strip()}",
-                           file=str(repo))
+        raise AfbenchError(
+            f"git {args[0]} failed: {result.stderr.decode().strip()}", file=str(repo)
+        )
     return result.stdout.decode().strip()
 
 
@@ -176,9 +248,15 @@ def build_repository(release_files: Path, out: Path) -> str:
         shutil.rmtree(out)
     out.mkdir(parents=True)
     _git(out, "init", "-q", "-b", "main")
-    env = {**os.environ, "GIT_AUTHOR_NAME": AUTHOR[0], "GIT_AUTHOR_EMAIL": AUTHOR[1],
-           "GIT_AUTHOR_DATE": AUTHOR[2], "GIT_COMMITTER_NAME": AUTHOR[0],
-           "GIT_COMMITTER_EMAIL": AUTHOR[1], "GIT_COMMITTER_DATE": AUTHOR[2]}
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": AUTHOR[0],
+        "GIT_AUTHOR_EMAIL": AUTHOR[1],
+        "GIT_AUTHOR_DATE": AUTHOR[2],
+        "GIT_COMMITTER_NAME": AUTHOR[0],
+        "GIT_COMMITTER_EMAIL": AUTHOR[1],
+        "GIT_COMMITTER_DATE": AUTHOR[2],
+    }
     for path in paths:
         blob = _git(out, "hash-object", "-w", "--no-filters", "--stdin", data=path.read_bytes())
         rel = path.relative_to(release_files).as_posix()

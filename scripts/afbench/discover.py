@@ -17,19 +17,20 @@ KIND_COLUMNS = ("manifest", "sources", "results")
 
 
 def _git(checkout: Path, *args: str) -> bytes:
-    result = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True,
-                            check=False)
+    result = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, check=False)
     if result.returncode != 0:
-        raise AfbenchError(f"git {args[0]} failed: {result.stderr.decode().strip()}",
-                           file=str(checkout))
+        raise AfbenchError(
+            f"git {args[0]} failed: {result.stderr.decode().strip()}", file=str(checkout)
+        )
     return result.stdout
 
 
 def list_csvs(checkout: Path, revision: str, max_bytes: int) -> dict[str, dict]:
     """Every CSV blob at the revision: path -> sha256, size, rows, header."""
     if _git(checkout, "cat-file", "-t", f"{revision}^{{commit}}").strip() != b"commit":
-        raise AfbenchError("checkout lacks the pinned commit", file=str(checkout),
-                           expected=revision)
+        raise AfbenchError(
+            "checkout lacks the pinned commit", file=str(checkout), expected=revision
+        )
     found = {}
     for line in _git(checkout, "ls-tree", "-r", "-l", "-z", revision).split(b"\0"):
         if not line:
@@ -43,9 +44,13 @@ def list_csvs(checkout: Path, revision: str, max_bytes: int) -> dict[str, dict]:
             records = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
         except (UnicodeDecodeError, csv.Error):
             records = []
-        found[path] = {"path": path, "sha256": sha256_bytes(data), "size": len(data),
-                       "rows": max(len(records) - 1, 0),
-                       "header": [h.strip() for h in records[0]] if records else []}
+        found[path] = {
+            "path": path,
+            "sha256": sha256_bytes(data),
+            "size": len(data),
+            "rows": max(len(records) - 1, 0),
+            "header": [h.strip() for h in records[0]] if records else [],
+        }
     return found
 
 
@@ -57,8 +62,12 @@ def _locate(path: str, stem: str, kind: str, csvs: dict, columns: dict) -> str |
     """The configured path if present, else a CSV of the same file name, else the best fit."""
     if path in csvs:
         return path
-    same_name = [p for p in csvs if PurePosixPath(p).name.lower() == PurePosixPath(path).name
-                 .lower() or PurePosixPath(p).stem == stem]
+    same_name = [
+        p
+        for p in csvs
+        if PurePosixPath(p).name.lower() == PurePosixPath(path).name.lower()
+        or PurePosixPath(p).stem == stem
+    ]
     if len(same_name) == 1:
         return same_name[0]
     if kind != "results":
@@ -90,25 +99,40 @@ def compare(config: dict, csvs: dict) -> dict:
     claimed = set()
     for key, kind, spec in wanted:
         where = _locate(spec["path"], key, kind, csvs, columns)
-        entry = {"key": key, "kind": kind, "configured_path": spec["path"],
-                 "configured_sha256": spec["sha256"], "found_path": where}
+        entry = {
+            "key": key,
+            "kind": kind,
+            "configured_path": spec["path"],
+            "configured_sha256": spec["sha256"],
+            "found_path": where,
+        }
         if where is None:
             entry["status"] = "path does not exist at the pinned revision; no candidate found"
             entries.append(entry)
             continue
         claimed.add(where)
         info = csvs[where]
-        entry.update(observed_sha256=info["sha256"], size=info["size"], rows=info["rows"],
-                     header=info["header"])
+        entry.update(
+            observed_sha256=info["sha256"],
+            size=info["size"],
+            rows=info["rows"],
+            header=info["header"],
+        )
         if spec["sha256"] is None:
             entry["pin"] = "missing in config"
         elif spec["sha256"] == info["sha256"]:
             entry["pin"] = "matches"
         else:
             entry["pin"] = "DIFFERS"
-            problems.append(Problem("pinned SHA-256 differs from the checkout's file",
-                                    file=where, field=f"{key}.sha256",
-                                    expected=spec["sha256"], found=info["sha256"]))
+            problems.append(
+                Problem(
+                    "pinned SHA-256 differs from the checkout's file",
+                    file=where,
+                    field=f"{key}.sha256",
+                    expected=spec["sha256"],
+                    found=info["sha256"],
+                )
+            )
         missing, fixes = _column_fixes(info["header"], columns[kind])
         entry["missing_columns"] = missing
         for ours, theirs in fixes.items():
@@ -126,21 +150,27 @@ def compare(config: dict, csvs: dict) -> dict:
         if path in claimed or _fit(info["header"], columns["results"]) < 0.5:
             continue
         slug = PurePosixPath(path).stem
-        extra.append({"path": path, "proposed_slug": slug, "sha256": info["sha256"],
-                      "rows": info["rows"]})
-        fragment["models"][slug] = {"display_name": slug, "path": path,
-                                    "sha256": info["sha256"]}
+        extra.append(
+            {"path": path, "proposed_slug": slug, "sha256": info["sha256"], "rows": info["rows"]}
+        )
+        fragment["models"][slug] = {"display_name": slug, "path": path, "sha256": info["sha256"]}
     fragment["columns"] = {k: v for k, v in fragment["columns"].items() if v}
-    return {"files": entries, "unconfigured_results": extra, "fragment": fragment,
-            "problems": problems}
+    return {
+        "files": entries,
+        "unconfigured_results": extra,
+        "fragment": fragment,
+        "problems": problems,
+    }
 
 
 def fragment_yaml(fragment: dict, checkout: Path, revision: str) -> bytes:
     import yaml
 
-    header = (f"# afbench discover: observed in {checkout} at commit {revision}.\n"
-              "# Pins below were computed from the checkout's blobs at that commit: observed,\n"
-              "# not published by the authors. Review, then merge into your config.\n")
+    header = (
+        f"# afbench discover: observed in {checkout} at commit {revision}.\n"
+        "# Pins below were computed from the checkout's blobs at that commit: observed,\n"
+        "# not published by the authors. Review, then merge into your config.\n"
+    )
     return (header + yaml.safe_dump(fragment, sort_keys=False)).encode()
 
 
@@ -152,29 +182,41 @@ def discover(config: dict, checkout: Path) -> list[str]:
     csvs = list_csvs(checkout, revision, config["source"]["max_bytes"])
     result = compare(config, csvs)
     out = revision_dir(config)
-    report = {"kind": "afbench discovery", "checkout": str(checkout), "revision": revision,
-              "observed_not_published": True, "csv_files": list(csvs.values()),
-              **{k: v for k, v in result.items() if k != "problems"}}
+    report = {
+        "kind": "afbench discovery",
+        "checkout": str(checkout),
+        "revision": revision,
+        "observed_not_published": True,
+        "csv_files": list(csvs.values()),
+        **{k: v for k, v in result.items() if k != "problems"},
+    }
     atomic_write_bytes(out / "discovery.json", json_bytes(report))
-    atomic_write_bytes(out / "discovered.yaml",
-                       fragment_yaml(result["fragment"], checkout, revision))
+    atomic_write_bytes(
+        out / "discovered.yaml", fragment_yaml(result["fragment"], checkout, revision)
+    )
     if result["problems"]:
         raise AfbenchError(problems=result["problems"])
     warnings = []
     for entry in result["files"]:
         if entry["found_path"] is None:
-            warnings.append(f"{entry['key']}: {entry['configured_path']} not found at "
-                            f"{revision[:12]}")
+            warnings.append(
+                f"{entry['key']}: {entry['configured_path']} not found at {revision[:12]}"
+            )
             continue
         if entry["found_path"] != entry["configured_path"]:
-            warnings.append(f"{entry['key']}: configured path {entry['configured_path']} is "
-                            f"{entry['found_path']} in the checkout")
+            warnings.append(
+                f"{entry['key']}: configured path {entry['configured_path']} is "
+                f"{entry['found_path']} in the checkout"
+            )
         if entry["pin"] == "missing in config":
-            warnings.append(f"{entry['key']}: no pin in config; observed "
-                            f"{entry['observed_sha256']}")
+            warnings.append(
+                f"{entry['key']}: no pin in config; observed {entry['observed_sha256']}"
+            )
         for ours, info in entry["missing_columns"].items():
-            warnings.append(f"{entry['key']}: mapped column '{info['mapped']}' ({ours}) "
-                            f"missing; closest: {info['closest'] or 'none'}")
+            warnings.append(
+                f"{entry['key']}: mapped column '{info['mapped']}' ({ours}) "
+                f"missing; closest: {info['closest'] or 'none'}"
+            )
     for extra in result["unconfigured_results"]:
         warnings.append(f"results file {extra['path']} is not in config")
     warnings.append(f"wrote {out / 'discovered.yaml'} (review it, then merge it into config)")

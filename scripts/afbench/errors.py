@@ -10,9 +10,15 @@ class Problem:
 
     __slots__ = ("expected", "field", "file", "found", "message", "row")
 
-    def __init__(self, message: str, file: str | None = None, row: int | None = None,
-                 field: str | None = None, expected: object = None,
-                 found: object = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        file: str | None = None,
+        row: int | None = None,
+        field: str | None = None,
+        expected: object = None,
+        found: object = None,
+    ) -> None:
         self.message, self.file, self.row, self.field = message, file, row, field
         self.expected, self.found = expected, found
 
@@ -20,18 +26,23 @@ class Problem:
         return f"Problem({self})"
 
     def __str__(self) -> str:
-        where = [part for part in (
-            self.file,
-            f"row {self.row}" if self.row is not None else None,
-            f"field '{self.field}'" if self.field is not None else None,
-        ) if part]
+        where = [
+            part
+            for part in (
+                self.file,
+                f"row {self.row}" if self.row is not None else None,
+                f"field '{self.field}'" if self.field is not None else None,
+            )
+            if part
+        ]
         text = ": ".join([*where, self.message])
         details = []
         if self.expected is not None:
             details.append(f"expected {self.expected}")
         if self.found is not None:
-            details.append(f"found {self.found!r}" if isinstance(self.found, str)
-                           else f"found {self.found}")
+            details.append(
+                f"found {self.found!r}" if isinstance(self.found, str) else f"found {self.found}"
+            )
         if details:
             text += f" ({', '.join(details)})"
         return text
@@ -40,8 +51,9 @@ class Problem:
 class AfbenchError(Exception):
     """Bad input or environment. Carries every problem found, not just the first."""
 
-    def __init__(self, message: str | None = None, *, problems: Iterable[Problem] = (),
-                 **where: object) -> None:
+    def __init__(
+        self, message: str | None = None, *, problems: Iterable[Problem] = (), **where: object
+    ) -> None:
         found = list(problems)
         if message is not None:
             found.insert(0, Problem(message, **where))  # type: ignore[arg-type]

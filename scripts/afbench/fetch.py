@@ -39,11 +39,19 @@ class HttpsSource:
             from urllib3.util.retry import Retry
 
             retries = self.settings["retries"]
-            retry = Retry(total=retries, connect=retries, read=retries, status=retries,
-                          backoff_factor=self.settings["backoff_factor"], backoff_max=10,
-                          status_forcelist=(500, 502, 503, 504), allowed_methods={"GET"},
-                          redirect=False, raise_on_status=False,
-                          respect_retry_after_header=False)
+            retry = Retry(
+                total=retries,
+                connect=retries,
+                read=retries,
+                status=retries,
+                backoff_factor=self.settings["backoff_factor"],
+                backoff_max=10,
+                status_forcelist=(500, 502, 503, 504),
+                allowed_methods={"GET"},
+                redirect=False,
+                raise_on_status=False,
+                respect_retry_after_header=False,
+            )
             session = requests.Session()
             session.trust_env = False  # no proxies or netrc from the environment
             adapter = HTTPAdapter(max_retries=retry)
@@ -60,18 +68,23 @@ class HttpsSource:
         for attempt in range(attempts):
             try:
                 return self._read_once(url)
-            except (requests.exceptions.ChunkedEncodingError,
-                    requests.exceptions.ConnectionError,
-                    requests.exceptions.Timeout) as exc:
+            except (
+                requests.exceptions.ChunkedEncodingError,
+                requests.exceptions.ConnectionError,
+                requests.exceptions.Timeout,
+            ) as exc:
                 # urllib3 retries the request itself; a body cut mid-way is retried here.
                 if attempt + 1 == attempts:
                     raise AfbenchError(
                         f"download failed after {attempts} attempts: "
-                        f"{type(exc).__name__}: {_short(exc)}", file=url) from None
-                time.sleep(self.settings["backoff_factor"] * (2 ** attempt))
+                        f"{type(exc).__name__}: {_short(exc)}",
+                        file=url,
+                    ) from None
+                time.sleep(self.settings["backoff_factor"] * (2**attempt))
             except requests.exceptions.RequestException as exc:
-                raise AfbenchError(f"download failed: {type(exc).__name__}: {_short(exc)}",
-                                   file=url) from None
+                raise AfbenchError(
+                    f"download failed: {type(exc).__name__}: {_short(exc)}", file=url
+                ) from None
         raise AssertionError("unreachable")
 
     def _read_once(self, url: str) -> bytes:
@@ -82,23 +95,32 @@ class HttpsSource:
         seen = {url}
         for _ in range(MAX_REDIRECTS + 1):
             response = self.session().get(
-                url, stream=True, allow_redirects=False,
-                timeout=(settings["connect_timeout_s"], settings["read_timeout_s"]))
+                url,
+                stream=True,
+                allow_redirects=False,
+                timeout=(settings["connect_timeout_s"], settings["read_timeout_s"]),
+            )
             with response:
                 if response.is_redirect:
                     target = urljoin(url, response.headers.get("Location", ""))
                     if urlsplit(target)[:2] != origin:
-                        raise AfbenchError("refusing a redirect to another host",
-                                           file=url, expected="/".join(origin),
-                                           found=target)
+                        raise AfbenchError(
+                            "refusing a redirect to another host",
+                            file=url,
+                            expected="/".join(origin),
+                            found=target,
+                        )
                     if target in seen:
                         raise AfbenchError("redirect loop", file=url, found=target)
                     seen.add(target)
                     url = target
                     continue
                 if response.status_code != 200:
-                    raise AfbenchError(f"HTTP {response.status_code} {response.reason}",
-                                       file=url, expected="HTTP 200")
+                    raise AfbenchError(
+                        f"HTTP {response.status_code} {response.reason}",
+                        file=url,
+                        expected="HTTP 200",
+                    )
                 return self._read_body(response, url)
         raise AfbenchError(f"more than {MAX_REDIRECTS} redirects", file=url)
 
@@ -110,12 +132,18 @@ class HttpsSource:
         for chunk in response.iter_content(chunk_size=65536):
             size += len(chunk)
             if size > cap:
-                raise AfbenchError("response larger than the size cap", file=url,
-                                   expected=f"at most {cap} bytes (source.max_bytes)",
-                                   found=f"more than {cap} bytes")
+                raise AfbenchError(
+                    "response larger than the size cap",
+                    file=url,
+                    expected=f"at most {cap} bytes (source.max_bytes)",
+                    found=f"more than {cap} bytes",
+                )
             if time.monotonic() > deadline:
-                raise AfbenchError("download exceeded the total time limit", file=url,
-                                   expected=f"at most {self.settings['total_timeout_s']} s")
+                raise AfbenchError(
+                    "download exceeded the total time limit",
+                    file=url,
+                    expected=f"at most {self.settings['total_timeout_s']} s",
+                )
             chunks.append(chunk)
         return b"".join(chunks)
 
@@ -130,8 +158,9 @@ class GitSource:
 
     def __init__(self, source: dict, revision: str) -> None:
         if not source.get("checkout"):
-            raise AfbenchError("source.kind is git but source.checkout is not set",
-                               field="source.checkout")
+            raise AfbenchError(
+                "source.kind is git but source.checkout is not set", field="source.checkout"
+            )
         self.checkout = Path(source["checkout"]).resolve()
         self.revision = revision
         self.max_bytes = source["max_bytes"]
@@ -151,15 +180,20 @@ class GitSource:
         try:
             self._batch = subprocess.Popen(
                 ["git", "-C", str(self.checkout), "cat-file", "--batch"],
-                stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
         except FileNotFoundError:
-            raise AfbenchError("git is not installed; it is needed for source.kind git") \
-                from None
+            raise AfbenchError("git is not installed; it is needed for source.kind git") from None
         kind, _ = self._object(f"{self.revision}^{{commit}}", read=False)
         if kind != "commit":
-            raise AfbenchError("the checkout does not contain the pinned commit "
-                               "(fetch it, e.g. `git fetch origin <revision>`)",
-                               file=str(self.checkout), expected=self.revision)
+            raise AfbenchError(
+                "the checkout does not contain the pinned commit "
+                "(fetch it, e.g. `git fetch origin <revision>`)",
+                file=str(self.checkout),
+                expected=self.revision,
+            )
         return self._batch
 
     def _object(self, spec: str, read: bool = True, cap: int | None = None):
@@ -181,12 +215,14 @@ class GitSource:
         self._start()
         kind, data = self._object(f"{self.revision}:{path}", cap=self.max_bytes)
         if kind != "blob":
-            raise AfbenchError("file not present at the pinned commit",
-                               file=self.describe(path))
+            raise AfbenchError("file not present at the pinned commit", file=self.describe(path))
         if isinstance(data, int):
-            raise AfbenchError("file larger than the size cap", file=self.describe(path),
-                               expected=f"at most {self.max_bytes} bytes",
-                               found=f"{data} bytes")
+            raise AfbenchError(
+                "file larger than the size cap",
+                file=self.describe(path),
+                expected=f"at most {self.max_bytes} bytes",
+                found=f"{data} bytes",
+            )
         return data
 
     def close(self) -> None:
@@ -202,8 +238,9 @@ class DirSource:
 
     def __init__(self, source: dict) -> None:
         if not source.get("mirror"):
-            raise AfbenchError("source.kind is dir but source.mirror is not set",
-                               field="source.mirror")
+            raise AfbenchError(
+                "source.kind is dir but source.mirror is not set", field="source.mirror"
+            )
         self.root = Path(source["mirror"]).resolve()
         self.max_bytes = source["max_bytes"]
 
@@ -217,8 +254,11 @@ class DirSource:
         if not target.is_file():
             raise AfbenchError("file not found in the mirror", file=str(target))
         if target.stat().st_size > self.max_bytes:
-            raise AfbenchError("file larger than the size cap", file=str(target),
-                               expected=f"at most {self.max_bytes} bytes")
+            raise AfbenchError(
+                "file larger than the size cap",
+                file=str(target),
+                expected=f"at most {self.max_bytes} bytes",
+            )
         return target.read_bytes()
 
 
@@ -238,22 +278,25 @@ def release_path(config: dict, spec: ReleaseFile) -> Path:
 def verify_cached(path: Path, spec: ReleaseFile) -> bool:
     """True if a verified copy is already in place; an error if something else is there."""
     if path.is_symlink():
-        raise AfbenchError("cached release file is a symbolic link; refusing it",
-                           file=str(path))
+        raise AfbenchError("cached release file is a symbolic link; refusing it", file=str(path))
     if not path.exists():
         return False
     actual = sha256_file(path)
     if actual != spec.sha256:
         raise AfbenchError(
             "cached release file does not match its pin; delete it to fetch it again",
-            file=str(path), expected=f"sha256 {spec.sha256}", found=f"sha256 {actual}")
+            file=str(path),
+            expected=f"sha256 {spec.sha256}",
+            found=f"sha256 {actual}",
+        )
     return True
 
 
 def fetch_one(config: dict, spec: ReleaseFile, source=None) -> Path:
     if not spec.sha256:
-        raise AfbenchError("file has no SHA-256 pin, so it cannot be verified",
-                           file=spec.path, field="sha256")
+        raise AfbenchError(
+            "file has no SHA-256 pin, so it cannot be verified", file=spec.path, field="sha256"
+        )
     dest = release_path(config, spec)
     if verify_cached(dest, spec):
         return dest
@@ -261,9 +304,12 @@ def fetch_one(config: dict, spec: ReleaseFile, source=None) -> Path:
     data = source.read(spec.path)
     actual = sha256_bytes(data)
     if actual != spec.sha256:
-        raise AfbenchError("downloaded bytes do not match the pin; nothing was written",
-                           file=source.describe(spec.path),
-                           expected=f"sha256 {spec.sha256}", found=f"sha256 {actual}")
+        raise AfbenchError(
+            "downloaded bytes do not match the pin; nothing was written",
+            file=source.describe(spec.path),
+            expected=f"sha256 {spec.sha256}",
+            found=f"sha256 {actual}",
+        )
     atomic_write_bytes(dest, data, read_only=True)
     return dest
 
@@ -278,13 +324,17 @@ def read_verified(config: dict, spec: ReleaseFile) -> bytes:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise AfbenchError("release file not fetched yet (run `afbench fetch`)",
-                           file=str(path)) from None
+        raise AfbenchError(
+            "release file not fetched yet (run `afbench fetch`)", file=str(path)
+        ) from None
     actual = sha256_bytes(data)
     if actual != spec.sha256:
-        raise AfbenchError("release file changed since it was verified; refusing to read it",
-                           file=str(path), expected=f"sha256 {spec.sha256}",
-                           found=f"sha256 {actual}")
+        raise AfbenchError(
+            "release file changed since it was verified; refusing to read it",
+            file=str(path),
+            expected=f"sha256 {spec.sha256}",
+            found=f"sha256 {actual}",
+        )
     return data
 
 
@@ -296,20 +346,31 @@ def receipt(config: dict) -> dict:
         path = release_path(config, spec)
         if not verify_cached(path, spec):
             raise AfbenchError("release file missing; fetch it first", file=str(path))
-        files.append({
-            "key": spec.key, "kind": spec.kind, "path": spec.path,
-            "source": source.describe(spec.path),
-            "expected_sha256": spec.sha256, "actual_sha256": sha256_file(path),
-            "size": path.stat().st_size, "verified": True,
-        })
+        files.append(
+            {
+                "key": spec.key,
+                "kind": spec.kind,
+                "path": spec.path,
+                "source": source.describe(spec.path),
+                "expected_sha256": spec.sha256,
+                "actual_sha256": sha256_file(path),
+                "size": path.stat().st_size,
+                "verified": True,
+            }
+        )
     release = config["release"]
     return {
         "release": {key: release[key] for key in ("name", "repository", "revision", "synthetic")},
         "source_kind": config["source"]["kind"],
         "files": files,
-        "skipped": [{"key": slug, "path": config["models"][slug]["path"],
-                     "reason": "no SHA-256 pin in config; not fetched, never read"}
-                    for slug in unpinned_models(config)],
+        "skipped": [
+            {
+                "key": slug,
+                "path": config["models"][slug]["path"],
+                "reason": "no SHA-256 pin in config; not fetched, never read",
+            }
+            for slug in unpinned_models(config)
+        ],
         "license": license_note(config["release"]),
     }
 
@@ -324,16 +385,20 @@ def fetch_release(config: dict, only: list[str] | None = None) -> list[str]:
     if only:
         unknown = [key for key in only if key not in known]
         if unknown:
-            raise AfbenchError(f"unknown release file {unknown[0]!r}",
-                               expected=f"one of {sorted(known)}")
+            raise AfbenchError(
+                f"unknown release file {unknown[0]!r}", expected=f"one of {sorted(known)}"
+            )
         specs = [known[key] for key in only]
         for spec in specs:
             if not spec.sha256:
                 raise missing_pin_error(config, spec.key)
     else:
         specs = pinned_files(config)
-        warnings = [f"model '{slug}' has no SHA-256 pin in config: skipped (supply "
-                    f"models.{slug}.sha256 to fetch it)" for slug in unpinned_models(config)]
+        warnings = [
+            f"model '{slug}' has no SHA-256 pin in config: skipped (supply "
+            f"models.{slug}.sha256 to fetch it)"
+            for slug in unpinned_models(config)
+        ]
     source = make_source(config)
     try:
         for spec in specs:
@@ -342,6 +407,7 @@ def fetch_release(config: dict, only: list[str] | None = None) -> list[str]:
         if isinstance(source, GitSource):
             source.close()
     if not only:
-        atomic_write_bytes(revision_dir(config) / "release" / "receipt.json",
-                           json_bytes(receipt(config)))
+        atomic_write_bytes(
+            revision_dir(config) / "release" / "receipt.json", json_bytes(receipt(config))
+        )
     return warnings

@@ -10,9 +10,15 @@ def _subplots(width: float, height: float):
     import matplotlib
     from matplotlib.figure import Figure
 
-    matplotlib.rcParams.update({"svg.hashsalt": "afbench", "svg.fonttype": "none",
-                                "font.size": 9, "axes.spines.top": False,
-                                "axes.spines.right": False})
+    matplotlib.rcParams.update(
+        {
+            "svg.hashsalt": "afbench",
+            "svg.fonttype": "none",
+            "font.size": 9,
+            "axes.spines.top": False,
+            "axes.spines.right": False,
+        }
+    )
     fig = Figure(figsize=(width, height))
     return fig, fig.add_subplot()
 
@@ -21,7 +27,7 @@ def _svg(fig) -> str:
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
     text = buffer.getvalue()
-    return text[text.index("<svg"):]
+    return text[text.index("<svg") :]
 
 
 def leaderboard_figure(rows: list[dict], confidence: float) -> str:
@@ -30,8 +36,15 @@ def leaderboard_figure(rows: list[dict], confidence: float) -> str:
     rates = [r["success_rate"] for r in rows][::-1]
     lows = [r["success_rate"] - r["wilson_low"] for r in rows][::-1]
     highs = [r["wilson_high"] - r["success_rate"] for r in rows][::-1]
-    ax.errorbar(rates, range(len(rows)), xerr=[lows, highs], fmt="o", color="#1f5f8b",
-                ecolor="#7aa6c2", capsize=3)
+    ax.errorbar(
+        rates,
+        range(len(rows)),
+        xerr=[lows, highs],
+        fmt="o",
+        color="#1f5f8b",
+        ecolor="#7aa6c2",
+        capsize=3,
+    )
     ax.set_yticks(range(len(rows)), names)
     ax.set_xlim(0, 1)
     ax.set_xlabel(f"success rate with {confidence:.0%} Wilson interval")
@@ -61,8 +74,9 @@ def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -
 
 
 def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str]) -> str:
-    grid = [[r["rates"][m] if r["rates"][m] is not None else float("nan") for m in models]
-            for r in rows]
+    grid = [
+        [r["rates"][m] if r["rates"][m] is not None else float("nan") for m in models] for r in rows
+    ]
     fig, ax = _subplots(0.55 * len(models) + 3, 0.28 * len(rows) + 1.5)
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(models)), [labels[m] for m in models], rotation=45, ha="right")
@@ -74,13 +88,28 @@ def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str
 def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
     fig, ax = _subplots(7, 4.2)
     for m in models:
-        ax.scatter(m["mean_cost_usd"], m["success_rate"], s=36,
-                   color="#c0392b" if m["on_frontier"] else "#7f8c8d", zorder=3)
-        ax.annotate(m["display_name"], (m["mean_cost_usd"], m["success_rate"]),
-                    textcoords="offset points", xytext=(5, 4), fontsize=7)
+        ax.scatter(
+            m["mean_cost_usd"],
+            m["success_rate"],
+            s=36,
+            color="#c0392b" if m["on_frontier"] else "#7f8c8d",
+            zorder=3,
+        )
+        ax.annotate(
+            m["display_name"],
+            (m["mean_cost_usd"], m["success_rate"]),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize=7,
+        )
     front = [m for m in models if m["on_frontier"]]
-    ax.plot([m["mean_cost_usd"] for m in front], [m["success_rate"] for m in front],
-            color="#c0392b", linestyle="--", label="cost-success Pareto frontier")
+    ax.plot(
+        [m["mean_cost_usd"] for m in front],
+        [m["success_rate"] for m in front],
+        color="#c0392b",
+        linestyle="--",
+        label="cost-success Pareto frontier",
+    )
     ax.set_xlabel(f"mean reported cost per task (USD; nominal budget USD {budget:g})")
     ax.set_ylabel("success rate")
     ax.set_ylim(0, 1)

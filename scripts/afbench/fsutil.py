@@ -29,15 +29,29 @@ def sha256_file(path: Path) -> str:
     return digest.hexdigest()
 
 
-def check_name(value: object, what: str, *, file: str | None = None, row: int | None = None,
-               max_length: int = 200) -> str:
+def check_name(
+    value: object,
+    what: str,
+    *,
+    file: str | None = None,
+    row: int | None = None,
+    max_length: int = 200,
+) -> str:
     """A value that will become a path component or an argv element: refuse anything else."""
-    if (not isinstance(value, str) or not SAFE_NAME.match(value) or ".." in value
-            or len(value) > max_length):
+    if (
+        not isinstance(value, str)
+        or not SAFE_NAME.match(value)
+        or ".." in value
+        or len(value) > max_length
+    ):
         raise AfbenchError(
-            "not a safe name", file=file, row=row, field=what,
+            "not a safe name",
+            file=file,
+            row=row,
+            field=what,
             expected="letters, digits, '_', '-', '.'; no '..', '/', or leading '.' or '-'",
-            found=value if isinstance(value, str) else repr(value))
+            found=value if isinstance(value, str) else repr(value),
+        )
     return value
 
 
@@ -73,11 +87,9 @@ def _compact(obj: object) -> str:
 def _layout(obj: object, depth: int) -> str:
     pad = "  " * (depth + 1)
     if depth < 2 and isinstance(obj, dict) and obj:
-        items = [f"{pad}{_compact(key)}: {_layout(value, depth + 1)}"
-                 for key, value in obj.items()]
+        items = [f"{pad}{_compact(key)}: {_layout(value, depth + 1)}" for key, value in obj.items()]
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
-    if depth < 2 and isinstance(obj, list) and obj and all(isinstance(v, dict | list)
-                                                           for v in obj):
+    if depth < 2 and isinstance(obj, list) and obj and all(isinstance(v, dict | list) for v in obj):
         return "[\n" + ",\n".join(pad + _compact(v) for v in obj) + "\n" + "  " * depth + "]"
     return _compact(obj)
 
@@ -148,8 +160,12 @@ def _finite_float(text: str) -> float:
 def parse_json_bytes(data: bytes, file: str, what: str) -> object:
     try:
         text = data.decode("utf-8-sig")
-        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constant,
-                          parse_float=_finite_float)
+        return json.loads(
+            text,
+            object_pairs_hook=_no_duplicates,
+            parse_constant=_no_constant,
+            parse_float=_finite_float,
+        )
     except UnicodeDecodeError as exc:
         raise AfbenchError(f"{what} is not UTF-8 (byte {exc.start})", file=file) from None
     except RecursionError:

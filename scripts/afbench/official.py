@@ -15,9 +15,11 @@ from .csvtable import parse_cost, parse_int, read_table
 from .errors import AfbenchError, Problem, raise_if
 from .fetch import read_verified
 
-REPORTED_NOTE = ("Summary of results reported by the benchmark's authors (source-present "
-                 "condition as pinned), taken as given. It is not a local capability score and "
-                 "is never merged with local runs.")
+REPORTED_NOTE = (
+    "Summary of results reported by the benchmark's authors (source-present "
+    "condition as pinned), taken as given. It is not a local capability score and "
+    "is never merged with local runs."
+)
 CONSTANT_FIELDS = ("source_condition", "scaffold", "tools", "stopping_policy")
 COMPARED_FIELDS = ("task_set", *CONSTANT_FIELDS, "budget_usd")
 
@@ -35,8 +37,13 @@ def _parse_finished(text: str) -> str | None:
     return text
 
 
-def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dict[str, dict],
-                  pinned_condition: str) -> tuple[list[dict], dict, list[str]]:
+def parse_results(
+    data: bytes,
+    file: str,
+    mapping: dict[str, str],
+    manifest: dict[str, dict],
+    pinned_condition: str,
+) -> tuple[list[dict], dict, list[str]]:
     """Validated per-task records; every problem in the file is reported, not just the first."""
     table = read_table(data, file, mapping)
     problems: list[Problem] = []
@@ -44,14 +51,14 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
     seen_values: dict[str, list[tuple[str, int]]] = {field: [] for field in CONSTANT_FIELDS}
 
     def bad(number, field, message, expected=None, found=None):
-        problems.append(Problem(message, file=file, row=number, field=field,
-                                expected=expected, found=found))
+        problems.append(
+            Problem(message, file=file, row=number, field=field, expected=expected, found=found)
+        )
 
     for row, number in zip(table.rows, table.row_numbers, strict=True):
         tid = row["task_id"]
         if tid in first_row:
-            bad(number, "task_id", f"duplicate task_id (first at row {first_row[tid]})",
-                found=tid)
+            bad(number, "task_id", f"duplicate task_id (first at row {first_row[tid]})", found=tid)
             continue
         first_row[tid] = number
         task = manifest.get(tid)
@@ -60,20 +67,34 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
             continue
         for field in ("source_id", "target_declaration"):
             if row[field] != task[field]:
-                bad(number, field, "differs from the MANIFEST row", expected=task[field],
-                    found=row[field])
+                bad(
+                    number,
+                    field,
+                    "differs from the MANIFEST row",
+                    expected=task[field],
+                    found=row[field],
+                )
         if row["n_obligations"] != str(task["n_obligations"]):
-            bad(number, "n_obligations", "differs from the MANIFEST row",
-                expected=task["n_obligations"], found=row["n_obligations"])
+            bad(
+                number,
+                "n_obligations",
+                "differs from the MANIFEST row",
+                expected=task["n_obligations"],
+                found=row["n_obligations"],
+            )
         n = task["n_obligations"]
         success = {"true": True, "false": False}.get(row["success"])
         if success is None:
-            bad(number, "success", "not a boolean", expected="true or false",
-                found=row["success"])
+            bad(number, "success", "not a boolean", expected="true or false", found=row["success"])
         accepted = cost = None
         try:
-            accepted = parse_int(row["obligations_accepted"], file=file, row=number,
-                                 field="obligations_accepted", maximum=n)
+            accepted = parse_int(
+                row["obligations_accepted"],
+                file=file,
+                row=number,
+                field="obligations_accepted",
+                maximum=n,
+            )
         except AfbenchError as exc:
             problems.extend(exc.problems)
         try:
@@ -85,28 +106,56 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
             bad(number, "stop_reason", "empty value", expected="e.g. solved, gave_up")
         if success is not None:
             if success != (stop == "solved"):
-                bad(number, "stop_reason", "success must hold if and only if stop_reason is "
-                    "'solved'", expected="solved" if success else "not solved", found=stop)
+                bad(
+                    number,
+                    "stop_reason",
+                    "success must hold if and only if stop_reason is 'solved'",
+                    expected="solved" if success else "not solved",
+                    found=stop,
+                )
             if success and accepted is not None and accepted != n:
-                bad(number, "obligations_accepted", "a success needs every obligation "
-                    "accepted", expected=n, found=accepted)
+                bad(
+                    number,
+                    "obligations_accepted",
+                    "a success needs every obligation accepted",
+                    expected=n,
+                    found=accepted,
+                )
         try:
             finished = _parse_finished(row["finished_at"])
         except ValueError:
             finished = None
-            bad(number, "finished_at", "not an ISO-8601 date or datetime",
+            bad(
+                number,
+                "finished_at",
+                "not an ISO-8601 date or datetime",
                 expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                found=row["finished_at"])
+                found=row["finished_at"],
+            )
         for field in CONSTANT_FIELDS:
             seen_values[field].append((row[field], number))
-        records.append({"task_id": tid, "source_id": task["source_id"], "success": success,
-                        "n_obligations": n, "obligations_accepted": accepted,
-                        "cost_usd": cost, "stop_reason": stop, "finished_at": finished})
+        records.append(
+            {
+                "task_id": tid,
+                "source_id": task["source_id"],
+                "success": success,
+                "n_obligations": n,
+                "obligations_accepted": accepted,
+                "cost_usd": cost,
+                "stop_reason": stop,
+                "finished_at": finished,
+            }
+        )
     missing = [tid for tid in manifest if tid not in first_row]
     if missing:
-        problems.append(Problem(f"{len(missing)} MANIFEST task(s) missing: "
-                                f"{', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}",
-                                file=file, field="task_id"))
+        problems.append(
+            Problem(
+                f"{len(missing)} MANIFEST task(s) missing: "
+                f"{', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}",
+                file=file,
+                field="task_id",
+            )
+        )
     constants = {}
     for field, values in seen_values.items():
         if not values:
@@ -115,12 +164,23 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
         constants[field] = counts.most_common(1)[0][0]
         for value, number in values:
             if value != constants[field]:
-                bad(number, field, "must be constant within the file (most rows differ)",
-                    expected=constants[field], found=value)
+                bad(
+                    number,
+                    field,
+                    "must be constant within the file (most rows differ)",
+                    expected=constants[field],
+                    found=value,
+                )
     if constants.get("source_condition", pinned_condition) != pinned_condition:
-        problems.append(Problem("file's source condition differs from its pinned condition",
-                                file=file, field="source_condition", expected=pinned_condition,
-                                found=constants["source_condition"]))
+        problems.append(
+            Problem(
+                "file's source condition differs from its pinned condition",
+                file=file,
+                field="source_condition",
+                expected=pinned_condition,
+                found=constants["source_condition"],
+            )
+        )
     raise_if(problems)
     return records, constants, table.extra_columns
 
@@ -128,28 +188,41 @@ def parse_results(data: bytes, file: str, mapping: dict[str, str], manifest: dic
 def check_request(config: dict, slug: str, source_condition: str, budget_usd: float) -> None:
     pinned = config["models"][slug]["source_condition"]
     if source_condition != pinned:
-        raise AfbenchError(f"model '{slug}' is pinned as {pinned}; its results cannot be "
-                           f"relabelled {source_condition}", field="source_condition",
-                           expected=pinned, found=source_condition)
+        raise AfbenchError(
+            f"model '{slug}' is pinned as {pinned}; its results cannot be "
+            f"relabelled {source_condition}",
+            field="source_condition",
+            expected=pinned,
+            found=source_condition,
+        )
     nominal = config["release"]["nominal_budget_usd"]
     if budget_usd != nominal:
-        raise AfbenchError("the budget must be the release's nominal budget; another value "
-                           "would be a different experiment", field="budget_usd",
-                           expected=nominal, found=budget_usd)
+        raise AfbenchError(
+            "the budget must be the release's nominal budget; another value "
+            "would be a different experiment",
+            field="budget_usd",
+            expected=nominal,
+            found=budget_usd,
+        )
 
 
 def import_model(config: dict, slug: str, source_condition: str, budget_usd: float) -> dict:
     if slug not in config["models"]:
-        raise AfbenchError(f"unknown model '{slug}'", field="model",
-                           expected=f"one of {sorted(config['models'])}")
+        raise AfbenchError(
+            f"unknown model '{slug}'", field="model", expected=f"one of {sorted(config['models'])}"
+        )
     if not config["models"][slug]["sha256"]:
         raise missing_pin_error(config, slug)
     check_request(config, slug, source_condition, budget_usd)
     tasks, _, meta = load_release_tasks(config)
     spec = file_for(config, slug)
     records, constants, extra = parse_results(
-        read_verified(config, spec), spec.path, config["columns"]["results"],
-        {t["task_id"]: t for t in tasks}, config["models"][slug]["source_condition"])
+        read_verified(config, spec),
+        spec.path,
+        config["columns"]["results"],
+        {t["task_id"]: t for t in tasks},
+        config["models"][slug]["source_condition"],
+    )
     return summarize_model(config, slug, records, constants, budget_usd, spec, meta, extra)
 
 
@@ -176,20 +249,31 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
         "passes": passes,
         "success_rate": passes / len(records),
         "stop_reasons": dict(sorted(stop_reasons.items())),
-        "obligations": {"accepted": sum(r["obligations_accepted"] for r in records),
-                        "total": sum(r["n_obligations"] for r in records)},
-        "infrastructure_errors": {"count": len(infra), "tasks": infra,
-                                  "note": "kept and counted as reported (unsolved); never "
-                                          "dropped"},
-        "cost_usd": {"total": round(sum(costs), 6), "mean": round(sum(costs) / len(costs), 6),
-                     "median": round(_median(costs), 6), "max": max(costs),
-                     "per_solved_task": round(sum(costs) / passes, 6) if passes else None},
-        "finished_at": {"known": sum(r["finished_at"] is not None for r in records),
-                        "unknown": sum(r["finished_at"] is None for r in records)},
+        "obligations": {
+            "accepted": sum(r["obligations_accepted"] for r in records),
+            "total": sum(r["n_obligations"] for r in records),
+        },
+        "infrastructure_errors": {
+            "count": len(infra),
+            "tasks": infra,
+            "note": "kept and counted as reported (unsolved); never dropped",
+        },
+        "cost_usd": {
+            "total": round(sum(costs), 6),
+            "mean": round(sum(costs) / len(costs), 6),
+            "median": round(_median(costs), 6),
+            "max": max(costs),
+            "per_solved_task": round(sum(costs) / passes, 6) if passes else None,
+        },
+        "finished_at": {
+            "known": sum(r["finished_at"] is not None for r in records),
+            "unknown": sum(r["finished_at"] is None for r in records),
+        },
         "budget_audit": budget_audit(records, budget_usd, slug),
         "extra_columns": extra,
-        "task_set_sha256": hashlib.sha256("\n".join(sorted(r["task_id"] for r in records))
-                                          .encode()).hexdigest(),
+        "task_set_sha256": hashlib.sha256(
+            "\n".join(sorted(r["task_id"] for r in records)).encode()
+        ).hexdigest(),
         "records": records,
     }
 
@@ -214,22 +298,36 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
     for field, per_model in values.items():
         distinct = {repr(v) for v in per_model.values()}
         if len(distinct) > 1:
-            shown = ({m: f"task set {v[:12]}" for m, v in per_model.items()}
-                     if field == "task_set" else per_model)
-            problems.append(Problem(f"comparison refused: models differ in {field}",
-                                    field=field, found=str(shown)))
+            shown = (
+                {m: f"task set {v[:12]}" for m, v in per_model.items()}
+                if field == "task_set"
+                else per_model
+            )
+            problems.append(
+                Problem(
+                    f"comparison refused: models differ in {field}", field=field, found=str(shown)
+                )
+            )
     raise_if(problems)
     over = [rec for imp in imports for rec in imp["budget_audit"]["over_budget"]]
     if strict_budget and over:
-        names = "; ".join(f"{r['source']} task {r['task_id']} cost USD {r['cost_usd']:g} "
-                          f"(USD {r['excess_usd']:g} over)" for r in over)
+        names = "; ".join(
+            f"{r['source']} task {r['task_id']} cost USD {r['cost_usd']:g} "
+            f"(USD {r['excess_usd']:g} over)"
+            for r in over
+        )
         raise AfbenchError(
             f"strict budget comparison refused: {len(over)} reported record(s) exceed the "
             f"USD {imports[0]['budget_usd']:g} budget: {names}. Nothing is capped or removed; "
             f"set import.strict_budget to false (or drop --strict-budget) for a comparison with "
-            f"a full budget audit instead", field="strict_budget")
-    return {"valid": True, "like_for_like": {f: True for f in COMPARED_FIELDS},
-            "strict_budget": strict_budget}
+            f"a full budget audit instead",
+            field="strict_budget",
+        )
+    return {
+        "valid": True,
+        "like_for_like": {f: True for f in COMPARED_FIELDS},
+        "strict_budget": strict_budget,
+    }
 
 
 def summarize(config: dict, imports: list[dict], strict_budget: bool) -> dict:
@@ -246,21 +344,41 @@ def summarize(config: dict, imports: list[dict], strict_budget: bool) -> dict:
         "source_condition": first["source_condition"],
         "budget_usd": first["budget_usd"],
         "comparison": comparison,
-        "leaderboard": [{
-            "rank": rank, "model": i["model"], "display_name": i["display_name"],
-            "passes": i["passes"], "tasks": i["tasks"], "success_rate": i["success_rate"],
-            "mean_cost_usd": i["cost_usd"]["mean"],
-            "cost_per_solved_usd": i["cost_usd"]["per_solved_task"],
-            "infrastructure_errors": i["infrastructure_errors"]["count"],
-            "over_budget_records": i["budget_audit"]["over_budget_count"],
-        } for rank, i in enumerate(board, start=1)],
-        "budget_audit": {"budget_usd": first["budget_usd"], "over_budget_count": len(over),
-                         "over_budget": over, "strict": strict_budget,
-                         "note": first["budget_audit"]["note"]},
+        "leaderboard": [
+            {
+                "rank": rank,
+                "model": i["model"],
+                "display_name": i["display_name"],
+                "passes": i["passes"],
+                "tasks": i["tasks"],
+                "success_rate": i["success_rate"],
+                "mean_cost_usd": i["cost_usd"]["mean"],
+                "cost_per_solved_usd": i["cost_usd"]["per_solved_task"],
+                "infrastructure_errors": i["infrastructure_errors"]["count"],
+                "over_budget_records": i["budget_audit"]["over_budget_count"],
+            }
+            for rank, i in enumerate(board, start=1)
+        ],
+        "budget_audit": {
+            "budget_usd": first["budget_usd"],
+            "over_budget_count": len(over),
+            "over_budget": over,
+            "strict": strict_budget,
+            "note": first["budget_audit"]["note"],
+        },
         "inputs": {path: sha for i in imports for path, sha in i["inputs"].items()},
     }
 
 
-LEADERBOARD_COLUMNS = ["rank", "model", "display_name", "passes", "tasks", "success_rate",
-                       "mean_cost_usd", "cost_per_solved_usd", "infrastructure_errors",
-                       "over_budget_records"]
+LEADERBOARD_COLUMNS = [
+    "rank",
+    "model",
+    "display_name",
+    "passes",
+    "tasks",
+    "success_rate",
+    "mean_cost_usd",
+    "cost_per_solved_usd",
+    "infrastructure_errors",
+    "over_budget_records",
+]

@@ -27,8 +27,9 @@ def selection(config: dict, name: str) -> Path:
 
 def plan_label(agent: str, model: str | None) -> str:
     """A plan's file name: the agent, or agent__provider__model for a real model."""
-    return check_name(agent if model is None else f"{agent}__{model.replace('/', '__')}",
-                      "plan name")
+    return check_name(
+        agent if model is None else f"{agent}__{model.replace('/', '__')}", "plan name"
+    )
 
 
 def plan(config: dict, selection_name: str, label: str) -> Path:

@@ -11,13 +11,52 @@ from .errors import AfbenchError
 from .fsutil import check_name
 
 # `harbor run` is `harbor jobs start`; flags checked against the harbor 0.22.0 wheel's CLI.
-HARBOR_AGENTS = frozenset({
-    "oracle", "nop", "claude-code", "cline-cli", "cortex-code", "terminus", "terminus-1",
-    "terminus-2", "aider", "codex", "cursor-cli", "gemini-cli", "antigravity-cli",
-    "rovodev-cli", "goose", "grok-build", "hermes", "junie", "mini-swe-agent", "nemo-agent",
-    "swe-agent", "opencode", "openclaw", "openhands", "openhands-sdk", "antigravity-sdk",
-    "kimi-code", "kimi-cli", "langgraph", "deerflow", "mimo", "mcode", "pi", "qwen-coder",
-    "copilot-cli", "devin", "trae-agent", "computer-1", "eve", "fx", "dspy-rlm", "vibe"})
+HARBOR_AGENTS = frozenset(
+    {
+        "oracle",
+        "nop",
+        "claude-code",
+        "cline-cli",
+        "cortex-code",
+        "terminus",
+        "terminus-1",
+        "terminus-2",
+        "aider",
+        "codex",
+        "cursor-cli",
+        "gemini-cli",
+        "antigravity-cli",
+        "rovodev-cli",
+        "goose",
+        "grok-build",
+        "hermes",
+        "junie",
+        "mini-swe-agent",
+        "nemo-agent",
+        "swe-agent",
+        "opencode",
+        "openclaw",
+        "openhands",
+        "openhands-sdk",
+        "antigravity-sdk",
+        "kimi-code",
+        "kimi-cli",
+        "langgraph",
+        "deerflow",
+        "mimo",
+        "mcode",
+        "pi",
+        "qwen-coder",
+        "copilot-cli",
+        "devin",
+        "trae-agent",
+        "computer-1",
+        "eve",
+        "fx",
+        "dspy-rlm",
+        "vibe",
+    }
+)
 MODEL_FREE_AGENTS = frozenset({"nop", "oracle"})
 MODEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*/[A-Za-z0-9_.:@/+-]+$")
 EXPORTER = "harbor/export.py"
@@ -33,50 +72,84 @@ TRAPS = [
 
 def check_agent(agent: str, model: str | None) -> None:
     if agent not in HARBOR_AGENTS:
-        raise AfbenchError("unknown Harbor 0.22.0 agent", field="agent", found=agent,
-                           expected=f"one of {sorted(HARBOR_AGENTS)}")
+        raise AfbenchError(
+            "unknown Harbor 0.22.0 agent",
+            field="agent",
+            found=agent,
+            expected=f"one of {sorted(HARBOR_AGENTS)}",
+        )
     if agent in MODEL_FREE_AGENTS:
         if model is not None:
-            raise AfbenchError(f"agent '{agent}' calls no model; do not pass a model",
-                               field="model", found=model)
+            raise AfbenchError(
+                f"agent '{agent}' calls no model; do not pass a model", field="model", found=model
+            )
         return
     if model is None:
-        raise AfbenchError(f"agent '{agent}' needs an explicit model", field="model",
-                           expected="provider/model, e.g. anthropic/claude-opus-4-1")
+        raise AfbenchError(
+            f"agent '{agent}' needs an explicit model",
+            field="model",
+            expected="provider/model, e.g. anthropic/claude-opus-4-1",
+        )
     if not MODEL.match(model):
-        raise AfbenchError("model is not of the form provider/model", field="model",
-                           expected="provider/model, e.g. anthropic/claude-opus-4-1",
-                           found=model)
+        raise AfbenchError(
+            "model is not of the form provider/model",
+            field="model",
+            expected="provider/model, e.g. anthropic/claude-opus-4-1",
+            found=model,
+        )
 
 
 def check_repository(repository_dir: str | None, revision: str) -> Path:
     if not repository_dir:
-        raise AfbenchError("no repository directory: set plans.repository_dir or pass "
-                           "--repository-dir (an absolute path to a checkout at the pinned "
-                           "revision)", field="repository_dir")
+        raise AfbenchError(
+            "no repository directory: set plans.repository_dir or pass "
+            "--repository-dir (an absolute path to a checkout at the pinned "
+            "revision)",
+            field="repository_dir",
+        )
     path = Path(repository_dir)
     if not path.is_absolute():
-        raise AfbenchError("repository directory must be an absolute path",
-                           field="repository_dir", found=str(repository_dir))
+        raise AfbenchError(
+            "repository directory must be an absolute path",
+            field="repository_dir",
+            found=str(repository_dir),
+        )
     if not path.is_dir():
         raise AfbenchError("repository directory does not exist", file=str(path))
-    head = subprocess.run(["git", "-C", str(path), "rev-parse", "--verify", "-q", "HEAD"],
-                          capture_output=True, text=True, check=False)
-    toplevel = subprocess.run(["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-                              capture_output=True, text=True, check=False)
+    head = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--verify", "-q", "HEAD"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    toplevel = subprocess.run(
+        ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if head.returncode != 0 or Path(toplevel.stdout.strip()).resolve() != path.resolve():
-        raise AfbenchError("repository directory is not the top of a git checkout",
-                           file=str(path))
+        raise AfbenchError("repository directory is not the top of a git checkout", file=str(path))
     if head.stdout.strip() != revision:
-        raise AfbenchError("checkout is not at the pinned revision", file=str(path),
-                           expected=revision, found=head.stdout.strip())
+        raise AfbenchError(
+            "checkout is not at the pinned revision",
+            file=str(path),
+            expected=revision,
+            found=head.stdout.strip(),
+        )
     if not (path / EXPORTER).is_file():
         raise AfbenchError("checkout has no exporter", file=str(path / EXPORTER))
     return path
 
 
-def build_plan(config: dict, selection: dict, agent: str, model: str | None,
-               repository_dir: str | None, jobs_dir: Path) -> dict:
+def build_plan(
+    config: dict,
+    selection: dict,
+    agent: str,
+    model: str | None,
+    repository_dir: str | None,
+    jobs_dir: Path,
+) -> dict:
     release = config["release"]
     check_agent(agent, model)
     repo = check_repository(repository_dir, release["revision"])
@@ -85,48 +158,75 @@ def build_plan(config: dict, selection: dict, agent: str, model: str | None,
     tasks_dir = tasks_dir if tasks_dir.is_absolute() else repo / tasks_dir
     jobs_dir = jobs_dir.resolve()
     exporter = str(repo / EXPORTER)
-    label = check_name(agent if model is None else f"{agent}-{model.replace('/', '_')}",
-                       "agent/model label")
+    label = check_name(
+        agent if model is None else f"{agent}-{model.replace('/', '_')}", "agent/model label"
+    )
     tasks = []
     for task_id in selection["task_ids"]:
         check_name(task_id, "task_id")
-        job_name = (f"afbench-{selection['name']}-{label}-{task_id}-"
-                    f"{selection['selection_sha256'][:8]}")
+        job_name = (
+            f"afbench-{selection['name']}-{label}-{task_id}-{selection['selection_sha256'][:8]}"
+        )
         run = ["harbor", "run", "-p", str(tasks_dir / task_id), "-a", agent]
         if model is not None:
             run += ["-m", model]
-        run += ["--job-name", job_name, "-o", str(jobs_dir), "-n", "1", "-k", "1", "-y", "-q",
-                "-e", settings["environment_type"]]
-        tasks.append({
-            "task_id": task_id,
-            "job_name": job_name,
-            "job_dir": str(jobs_dir / job_name),
-            "export": {"argv": ["python", exporter, "--problem", task_id], "cwd": str(repo)},
-            "check": {"argv": ["python", exporter, "--problem", task_id, "--check"],
-                      "cwd": str(repo), "read_only": True},
-            "run": {"argv": run, "cwd": str(repo), "env": {"HARBOR_TELEMETRY": "0"}},
-        })
+        run += [
+            "--job-name",
+            job_name,
+            "-o",
+            str(jobs_dir),
+            "-n",
+            "1",
+            "-k",
+            "1",
+            "-y",
+            "-q",
+            "-e",
+            settings["environment_type"],
+        ]
+        tasks.append(
+            {
+                "task_id": task_id,
+                "job_name": job_name,
+                "job_dir": str(jobs_dir / job_name),
+                "export": {"argv": ["python", exporter, "--problem", task_id], "cwd": str(repo)},
+                "check": {
+                    "argv": ["python", exporter, "--problem", task_id, "--check"],
+                    "cwd": str(repo),
+                    "read_only": True,
+                },
+                "run": {"argv": run, "cwd": str(repo), "env": {"HARBOR_TELEMETRY": "0"}},
+            }
+        )
     images = release["images"]
     return {
         "kind": "afbench harbor run plan",
         "note": "A plan only: nothing was executed and nothing installed. Run the export, its "
-                "--check, then harbor run, in that order, per task.",
+        "--check, then harbor run, in that order, per task.",
         "executed": False,
         "dollar_cap_enforced": False,
         "release": {key: release[key] for key in ("name", "repository", "revision", "synthetic")},
         "license": license_note(config["release"]),
-        "selection": {"name": selection["name"], "selection_sha256":
-                      selection["selection_sha256"], "tasks": len(tasks)},
+        "selection": {
+            "name": selection["name"],
+            "selection_sha256": selection["selection_sha256"],
+            "tasks": len(tasks),
+        },
         "agent": agent,
         "model": model,
         "expected_reward": 0 if agent == "nop" else None,
         "repository_dir": str(repo),
         "environment_type": settings["environment_type"],
-        "timeouts": {"agent_s": AGENT_TIMEOUT_S, "verifier_s": VERIFIER_TIMEOUT_S,
-                     "preserved": "upstream per-task timeouts; the plan passes no timeout "
-                                  "multiplier or override"},
+        "timeouts": {
+            "agent_s": AGENT_TIMEOUT_S,
+            "verifier_s": VERIFIER_TIMEOUT_S,
+            "preserved": "upstream per-task timeouts; the plan passes no timeout "
+            "multiplier or override",
+        },
         "requirements": {
-            "lean": release["lean"], "mathlib": release["mathlib"], "harbor": release["harbor"],
+            "lean": release["lean"],
+            "mathlib": release["mathlib"],
+            "harbor": release["harbor"],
             "images": images,
             "image_digests_required_for_formal_run": True,
             "formal_run_ready": bool(images) and all(i["digest"] for i in images),

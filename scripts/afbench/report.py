@@ -32,8 +32,9 @@ def _usd(x: float | None) -> str:
 
 def _table(header: list[str], rows: list[list[object]], cls: str = "") -> str:
     head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>"
-                   for row in rows)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+    )
     return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
 
@@ -44,115 +45,259 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     conf = analysis["confidence"]
     parts = []
     if release["synthetic"]:
-        parts.append('<div class="banner" id="synthetic-banner">SYNTHETIC DEMO DATA — generated '
-                     'by afbench for testing the pipeline. These are not AutoformBench results; '
-                     'never cite them.</div>')
+        parts.append(
+            '<div class="banner" id="synthetic-banner">SYNTHETIC DEMO DATA — generated '
+            "by afbench for testing the pipeline. These are not AutoformBench results; "
+            "never cite them.</div>"
+        )
     parts.append("<main>")
     parts.append(f"<h1>{escape(release['name'])}: results report</h1>")
-    parts.append(f'<p class="note">Revision <span class="mono">{escape(release["revision"])}'
-                 f'</span> of {escape(release["repository"])} · condition '
-                 f'{escape(analysis["source_condition"])} · nominal budget USD '
-                 f'{analysis["budget_usd"]:g} per task. {escape(analysis["note"])}</p>')
+    parts.append(
+        f'<p class="note">Revision <span class="mono">{escape(release["revision"])}'
+        f"</span> of {escape(release['repository'])} · condition "
+        f"{escape(analysis['source_condition'])} · nominal budget USD "
+        f"{analysis['budget_usd']:g} per task. {escape(analysis['note'])}</p>"
+    )
 
     board = analysis["leaderboard"]
     parts.append('<h2 id="leaderboard">Leaderboard (reported results)</h2><div class="card">')
     parts.append(f"<figure>{figures['leaderboard']}</figure>")
-    parts.append(_table(
-        ["model", "passes", "tasks", "success", f"{conf:.0%} Wilson interval", "std. error",
-         "infra. errors", "over budget"],
-        [[r["display_name"], r["passes"], r["tasks"], _pct(r["success_rate"]),
-          f"{_pct(r['wilson_low'])} – {_pct(r['wilson_high'])}",
-          f"{100 * r['standard_error']:.1f} pp", r["infrastructure_errors"],
-          r["over_budget_records"]] for r in board], "leaderboard"))
-    parts.append('<p class="note">Infrastructure errors are kept as reported (unsolved) and '
-                 'counted; nothing is dropped. Standard error per Miller (2024), "Adding Error '
-                 'Bars to Evals".</p></div>')
+    parts.append(
+        _table(
+            [
+                "model",
+                "passes",
+                "tasks",
+                "success",
+                f"{conf:.0%} Wilson interval",
+                "std. error",
+                "infra. errors",
+                "over budget",
+            ],
+            [
+                [
+                    r["display_name"],
+                    r["passes"],
+                    r["tasks"],
+                    _pct(r["success_rate"]),
+                    f"{_pct(r['wilson_low'])} – {_pct(r['wilson_high'])}",
+                    f"{100 * r['standard_error']:.1f} pp",
+                    r["infrastructure_errors"],
+                    r["over_budget_records"],
+                ]
+                for r in board
+            ],
+            "leaderboard",
+        )
+    )
+    parts.append(
+        '<p class="note">Infrastructure errors are kept as reported (unsolved) and '
+        'counted; nothing is dropped. Standard error per Miller (2024), "Adding Error '
+        'Bars to Evals".</p></div>'
+    )
 
     paired = analysis["paired"]
     parts.append('<h2 id="paired">Paired comparisons on the same tasks</h2><div class="card">')
     if paired["pairs"]:
         parts.append(f"<figure>{figures['paired']}</figure>")
-    parts.append(f'<p class="note">{escape(paired["test"])}; {escape(paired["correction"])}; '
-                 f'{escape(paired["difference"])}. * marks a significant pair after '
-                 f'correction.</p>')
-    parts.append(_table(
-        ["A", "B", "both", "only A", "only B", "neither", "A − B", "interval", "p (exact)",
-         "p (Holm)"],
-        [[labels[p["a"]], labels[p["b"]], p["both"], p["only_a"], p["only_b"], p["neither"],
-          f"{100 * p['difference_difference']:+.1f} pp",
-          f"{100 * p['difference_low']:+.1f} … {100 * p['difference_high']:+.1f}",
-          f"{p['p_exact']:.3g}", f"{p['p_holm']:.3g}{' *' if p['significant'] else ''}"]
-         for p in paired["pairs"]], "pairs"))
+    parts.append(
+        f'<p class="note">{escape(paired["test"])}; {escape(paired["correction"])}; '
+        f"{escape(paired['difference'])}. * marks a significant pair after "
+        f"correction.</p>"
+    )
+    parts.append(
+        _table(
+            [
+                "A",
+                "B",
+                "both",
+                "only A",
+                "only B",
+                "neither",
+                "A − B",
+                "interval",
+                "p (exact)",
+                "p (Holm)",
+            ],
+            [
+                [
+                    labels[p["a"]],
+                    labels[p["b"]],
+                    p["both"],
+                    p["only_a"],
+                    p["only_b"],
+                    p["neither"],
+                    f"{100 * p['difference_difference']:+.1f} pp",
+                    f"{100 * p['difference_low']:+.1f} … {100 * p['difference_high']:+.1f}",
+                    f"{p['p_exact']:.3g}",
+                    f"{p['p_holm']:.3g}{' *' if p['significant'] else ''}",
+                ]
+                for p in paired["pairs"]
+            ],
+            "pairs",
+        )
+    )
     parts.append("</div>")
 
     cost = analysis["cost_success"]
     parts.append('<h2 id="cost">Cost against success</h2><div class="card">')
     parts.append(f"<figure>{figures['cost_success']}</figure>")
-    parts.append(_table(
-        ["model", "mean cost / task (USD)", "cost / solved task (USD)", "total (USD)",
-         "success", "Pareto frontier"],
-        [[m["display_name"], _usd(m["mean_cost_usd"]), _usd(m["cost_per_solved_usd"]),
-          _usd(m["total_cost_usd"]), _pct(m["success_rate"]),
-          "yes" if m["on_frontier"] else ""] for m in cost["models"]], "cost"))
-    parts.append('<p class="note">Reported costs are shown as given, never recomputed with '
-                 'current prices, capped or removed.</p></div>')
+    parts.append(
+        _table(
+            [
+                "model",
+                "mean cost / task (USD)",
+                "cost / solved task (USD)",
+                "total (USD)",
+                "success",
+                "Pareto frontier",
+            ],
+            [
+                [
+                    m["display_name"],
+                    _usd(m["mean_cost_usd"]),
+                    _usd(m["cost_per_solved_usd"]),
+                    _usd(m["total_cost_usd"]),
+                    _pct(m["success_rate"]),
+                    "yes" if m["on_frontier"] else "",
+                ]
+                for m in cost["models"]
+            ],
+            "cost",
+        )
+    )
+    parts.append(
+        '<p class="note">Reported costs are shown as given, never recomputed with '
+        "current prices, capped or removed.</p></div>"
+    )
 
     audit = analysis["budget_audit"]
     parts.append('<h2 id="budget">Budget audit</h2><div class="card">')
-    parts.append(f"<p>{audit['over_budget_count']} record(s) above the USD "
-                 f"{audit['budget_usd']:g} budget. {escape(audit['note'])}</p>")
+    parts.append(
+        f"<p>{audit['over_budget_count']} record(s) above the USD "
+        f"{audit['budget_usd']:g} budget. {escape(audit['note'])}</p>"
+    )
     if audit["over_budget"]:
-        parts.append(_table(["model", "task", "cost (USD)", "excess (USD)"],
-                            [[labels.get(r["source"], r["source"]), r["task_id"],
-                              _usd(r["cost_usd"]), _usd(r["excess_usd"])]
-                             for r in audit["over_budget"]], "budget"))
+        parts.append(
+            _table(
+                ["model", "task", "cost (USD)", "excess (USD)"],
+                [
+                    [
+                        labels.get(r["source"], r["source"]),
+                        r["task_id"],
+                        _usd(r["cost_usd"]),
+                        _usd(r["excess_usd"]),
+                    ]
+                    for r in audit["over_budget"]
+                ],
+                "budget",
+            )
+        )
     parts.append("</div>")
 
     sources = analysis["per_source"]
     parts.append('<h2 id="sources">Results per source</h2><div class="card">')
     parts.append(f"<figure>{figures['per_source']}</figure>")
-    parts.append(_table(["source", "title", "tasks", *[labels[m] for m in models]],
-                        [[s["source_id"], s["title"], s["tasks"],
-                          *[s["passes"][m] for m in models]] for s in sources], "sources"))
+    parts.append(
+        _table(
+            ["source", "title", "tasks", *[labels[m] for m in models]],
+            [
+                [s["source_id"], s["title"], s["tasks"], *[s["passes"][m] for m in models]]
+                for s in sources
+            ],
+            "sources",
+        )
+    )
     parts.append("</div>")
 
-    parts.append('<h2 id="local-runs">Local runs (source-free, unattested; kept apart)</h2>'
-                 '<div class="card apart">')
+    parts.append(
+        '<h2 id="local-runs">Local runs (source-free, unattested; kept apart)</h2>'
+        '<div class="card apart">'
+    )
     runs = analysis["local_runs"]
     if runs:
-        parts.append('<p class="note">Never comparable to the source-present leaderboard '
-                     'above. Errors have no reward; without a decided outcome for every task '
-                     'only bounds are given.</p>')
-        parts.append(_table(
-            ["run", "selection", "tasks", "accepted", "rejected", "error", "incomplete",
-             "missing", "success rate", "bounds"],
-            [[r["run"], r["selection"]["name"], r["selection"]["tasks"],
-              *[r["counts"][k] for k in ("accepted", "rejected", "error", "incomplete",
-                                         "missing")],
-              _pct(r["success_rate"]),
-              f"{_pct(r['success_rate_bounds']['lower'])} – "
-              f"{_pct(r['success_rate_bounds']['upper'])}"] for r in runs], "runs"))
+        parts.append(
+            '<p class="note">Never comparable to the source-present leaderboard '
+            "above. Errors have no reward; without a decided outcome for every task "
+            "only bounds are given.</p>"
+        )
+        parts.append(
+            _table(
+                [
+                    "run",
+                    "selection",
+                    "tasks",
+                    "accepted",
+                    "rejected",
+                    "error",
+                    "incomplete",
+                    "missing",
+                    "success rate",
+                    "bounds",
+                ],
+                [
+                    [
+                        r["run"],
+                        r["selection"]["name"],
+                        r["selection"]["tasks"],
+                        *[
+                            r["counts"][k]
+                            for k in ("accepted", "rejected", "error", "incomplete", "missing")
+                        ],
+                        _pct(r["success_rate"]),
+                        f"{_pct(r['success_rate_bounds']['lower'])} – "
+                        f"{_pct(r['success_rate_bounds']['upper'])}",
+                    ]
+                    for r in runs
+                ],
+                "runs",
+            )
+        )
     else:
-        parts.append('<p class="note">No local runs configured (see <code>runs:</code> in '
-                     'the config).</p>')
+        parts.append(
+            '<p class="note">No local runs configured (see <code>runs:</code> in the config).</p>'
+        )
     parts.append("</div>")
 
     parts.append('<h2 id="provenance">Provenance</h2><div class="card">')
-    parts.append(_table(["input file", "pinned SHA-256", "verified"],
-                        [[f["path"], f["expected_sha256"],
-                          "yes" if f["expected_sha256"] == f["actual_sha256"] else "NO"]
-                         for f in provenance["files"]], "provenance mono"))
-    parts.append(_table(["item", "value"],
-                        [["revision", release["revision"]],
-                         ["report settings digest (SHA-256; audit.json has the whole config's)",
-                          provenance["config_digest"]],
-                         *[[k, v] for k, v in provenance["versions"].items()],
-                         ["Lean / Mathlib / Harbor",
-                          f"{release['lean']} / {release['mathlib']} / {release['harbor']}"]],
-                        "mono"))
+    parts.append(
+        _table(
+            ["input file", "pinned SHA-256", "verified"],
+            [
+                [
+                    f["path"],
+                    f["expected_sha256"],
+                    "yes" if f["expected_sha256"] == f["actual_sha256"] else "NO",
+                ]
+                for f in provenance["files"]
+            ],
+            "provenance mono",
+        )
+    )
+    parts.append(
+        _table(
+            ["item", "value"],
+            [
+                ["revision", release["revision"]],
+                [
+                    "report settings digest (SHA-256; audit.json has the whole config's)",
+                    provenance["config_digest"],
+                ],
+                *[[k, v] for k, v in provenance["versions"].items()],
+                [
+                    "Lean / Mathlib / Harbor",
+                    f"{release['lean']} / {release['mathlib']} / {release['harbor']}",
+                ],
+            ],
+            "mono",
+        )
+    )
     parts.append(f'<p class="note">{escape(analysis["license"])}</p></div></main>')
     title = escape(f"{release['name']} report")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-            f'<meta name="viewport" content="width=device-width, initial-scale=1">'
-            f"<title>{title}</title><style>{CSS}</style></head><body>"
-            + "".join(parts) + "</body></html>\n")
+    return (
+        f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        f'<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{title}</title><style>{CSS}</style></head><body>"
+        + "".join(parts)
+        + "</body></html>\n"
+    )

@@ -48,7 +48,7 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
     k = min(only_a, only_b)
     if n <= EXACT_INTEGER_LIMIT:
         tail = sum(math.comb(n, i) for i in range(k + 1))
-        return float(min(Fraction(1), Fraction(2 * tail, 2 ** n)))
+        return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
     log_norm = math.lgamma(n + 1) - n * math.log(2)
     logs = [log_norm - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
     top = max(logs)
@@ -68,8 +68,9 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
-def paired_difference_from_counts(only_a: int, only_b: int, n: int,
-                                  confidence: float = 0.95) -> dict:
+def paired_difference_from_counts(
+    only_a: int, only_b: int, n: int, confidence: float = 0.95
+) -> dict:
     """Mean paired difference in success (a - b) over n tasks with a normal-approximation
     interval using the paired standard error (Miller 2024, section 4), from the discordant
     counts alone: the per-task differences are +1 only_a times, -1 only_b times, else 0."""
@@ -79,8 +80,7 @@ def paired_difference_from_counts(only_a: int, only_b: int, n: int,
     var = (only_a + only_b - n * mean * mean) / (n - 1)
     se = math.sqrt(max(var, 0.0) / n)
     z = z_for(confidence)
-    return {"difference": mean, "standard_error": se, "low": mean - z * se,
-            "high": mean + z * se}
+    return {"difference": mean, "standard_error": se, "low": mean - z * se, "high": mean + z * se}
 
 
 def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
@@ -90,7 +90,9 @@ def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
     for name, (cost, rate) in points.items():
         dominated = any(
             (c <= cost and r >= rate) and (c < cost or r > rate)
-            for other, (c, r) in points.items() if other != name)
+            for other, (c, r) in points.items()
+            if other != name
+        )
         if not dominated:
             frontier.append(name)
     return sorted(frontier, key=lambda n: points[n][0])
