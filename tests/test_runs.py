@@ -201,24 +201,35 @@ def test_verdict_contradictions_are_errors(doc, match):
 
 
 def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
-    import yaml
-
     from afbench.cli import main
-    from afbench.config import revision_dir
 
-    cfg_path = tmp_path / "c.yaml"
-    cfg_path.write_text(yaml.safe_dump(fetched_config))
+    from conftest import afbench, release_dir
+
+    selection = tmp_path / "demo-first-tasks.json"
+    afbench(
+        "tasks",
+        "--release-dir",
+        release_dir(fetched_config),
+        "--output",
+        selection,
+        "--task",
+        "demo_s01_t001",
+        "--task",
+        "demo_s01_t002",
+        "--task",
+        "demo_s02_t001",
+        cfg=fetched_config,
+    )
     verdicts = tmp_path / "verdicts"
     verdicts.mkdir()
     (verdicts / "a.json").write_bytes(verdict(task_id="demo_s01_t001"))
     (verdicts / "b.json").write_bytes(
         verdict(task_id="demo_s01_t002", status="error", error={"kind": "oom", "message": "killed"})
     )
+    out = tmp_path / "runs" / "mine"
     code = main(
         [
             "import-run",
-            "--config",
-            str(cfg_path),
             "--name",
             "mine",
             "--kind",
@@ -226,11 +237,12 @@ def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
             "--path",
             str(verdicts),
             "--selection",
-            "demo-first-tasks",
+            str(selection),
+            "--output-dir",
+            str(out),
         ]
     )
     assert code == 0, capsys.readouterr().err
-    out = revision_dir(fetched_config) / "runs" / "mine"
     rows = list(csv.DictReader((out / "outcomes.csv").open()))
     assert [(r["task_id"], r["outcome"], r["reward"]) for r in rows] == [
         ("demo_s01_t001", "accepted", "1"),
