@@ -75,8 +75,11 @@ def main(out: str, config_paths: list[str]) -> None:
     write_json(root / "imports/summary.json", summary)
     result = analysis.analyse(summary, imports, tasks, [], cfg["report"]["confidence"])
     drawn = figures.make_figures(result)
-    provenance = {"files": receipt["files"], "config_digest": config.config_digest(cfg),
-                  "versions": {}}
+    provenance = {
+        "files": receipt["files"],
+        "config_digest": config.config_digest(cfg),
+        "versions": {},
+    }
     (root / "report").mkdir(parents=True, exist_ok=True)
     (root / "report/index.html").write_text(report.render(result, provenance, drawn))
     print(f"{time.perf_counter() - start:.3f}")

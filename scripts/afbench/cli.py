@@ -24,8 +24,8 @@ EXAMPLES = {
     "/absolute/path/to/autoformbench --task alg_top_theorem107 --agent nop --output nop-plan.json",
     "import-results": "afbench import-results --release-dir .cache/autoformbench-af1aa38 "
     "--all-models --source-condition source-present --budget-usd 200 --output reference.json",
-    "import-model": "afbench import-model --catalog tasks.json --receipt release/receipt.json "
-    "--results release/results/gpt-6-astra.csv --model gpt-6-astra --output gpt-6-astra.json",
+    "import-model": "afbench import-model --catalog tasks.json --receipt REL/receipt.json "
+    "--results REL/results/gpt-6-astra.csv --model gpt-6-astra --output gpt-6-astra.json",
     "compare": "afbench compare --import a.json --import b.json --summary summary.json "
     "--leaderboard leaderboard.csv [--strict-budget]",
     "verdict": "afbench verdict --path /absolute/path/to/verdict.json --task alg_top_theorem107 "
@@ -33,9 +33,9 @@ EXAMPLES = {
     "import-run": "afbench import-run --selection two.json --name my-run --kind harbor "
     "--path jobs/job-1 --path jobs/job-2 --output-dir runs/my-run",
     "report": "afbench report --summary summary.json --import a.json --import b.json "
-    "--catalog tasks.json --receipt release/receipt.json --output-dir report",
-    "artifacts": "afbench artifacts --root results/REV --revision REV --config-digest HEX "
-    "--output results/REV/artifacts.json results/REV/tasks/catalog.json",
+    "--catalog tasks.json --receipt REL/receipt.json --output-dir report",
+    "artifacts": "afbench artifacts --root out --revision SHA1 --config-digest HEX "
+    "--output out/artifacts.json out/tasks.json out/reference.json",
     "demo": "afbench demo generate --out resources/demo-release\n"
     "afbench demo repo --release-files resources/demo-release --out demo-upstream",
     "discover": "afbench discover --checkout /abs/autoformbench --output-dir discovered",

@@ -1,5 +1,5 @@
 """Fetch the pinned release files from https, a local git checkout or a mirror folder, and
-prove every byte with its SHA-256 pin before it lands under results/<revision>/release/."""
+prove every byte with its SHA-256 pin before it lands in the release folder."""
 
 from __future__ import annotations
 

@@ -139,12 +139,14 @@ def digest(data):
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
-def source_flags():
+def source_flags(location=None):
+    """The source settings; `location` overrides config's (the demo checkout a job declares
+    as input is read where Snakemake staged it)."""
     source, release = config["source"], config["release"]
-    location = {"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]
+    key = {"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]
     values = {
         "source-kind": source["kind"],
-        "source-location": source[location],
+        "source-location": location or source[key],
         "repository": release["repository"],
         "revision": release["revision"],
         "connect-timeout-s": source["connect_timeout_s"],

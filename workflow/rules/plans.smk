@@ -15,7 +15,9 @@ rule write_plan:
     params:
         agent=lambda w: plan_item(w)["agent"],
         model=lambda w: flags("model", [m for m in [plan_item(w).get("model")] if m]),
-        repository=absolute(config["plans"]["repository_dir"]),
+        repository=lambda w, input: absolute(
+            input.checkout if DEMO else config["plans"]["repository_dir"]
+        ),
         tasks_dir=config["plans"]["tasks_dir"],
         jobs_dir=absolute(f"{REV}/{config['plans']['jobs_dir']}"),
         environment_type=config["plans"]["environment_type"],

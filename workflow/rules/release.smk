@@ -34,7 +34,7 @@ rule fetch_file:
     params:
         file=lambda w: FILES[BY_PATH[w.path]]["path"],
         sha256=lambda w: FILES[BY_PATH[w.path]]["sha256"],
-        source=source_flags(),
+        source=lambda w, input: source_flags(input[0] if DEMO else None),
     shell:
         "afbench fetch --file {params.file:q} --sha256 {params.sha256:q} {params.source} "
         "--output {output:q} 2> {log:q}"
