@@ -493,6 +493,30 @@ def _normal(value: object) -> object:
     return float(value)
 
 
+def _kind(key: str, default: object) -> str:
+    if isinstance(default, dict):
+        return "object"
+    if isinstance(default, list):
+        return "array"
+    if isinstance(default, bool):
+        return "bool"
+    if key.endswith(("_multiplier", "_sec", "_mb", "_cpus", "_gpus", "_tpu")):
+        return "number"
+    if key.endswith(("name", "import_path", "type", "_policy")):
+        return "string"
+    return "any"
+
+
+# (section, field, key, default, kind) for each setting, worked out once
+_FIELDS = [
+    (*key.rpartition(".")[::2], key, _normal(default), _kind(key, default))
+    for key, default in _SETTINGS.items()
+]
+
+
+_DEFAULTS = {key: default for _, _, key, default, _ in _FIELDS}
+
+
 def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
     """The behaviour-changing settings of a Harbor 0.22.0 trial config (a result.json's
     resolved `config`, or a trial's own config.json), defaults filled in."""
@@ -500,26 +524,22 @@ def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
     for name in _SECTIONS:
         sections[name] = _section(config, name, file, prefix)
     settings = {}
-    for key, default in _SETTINGS.items():
-        section, _, field = key.rpartition(".")
+    for section, field, key, default, kind in _FIELDS:
         value = sections[section].get(field)
         if value is None:
-            value = default
-        where = prefix + key
-        if isinstance(default, dict):
-            value = _object(value, file, where, nullable=False)
-        elif isinstance(default, list) and not isinstance(value, list):
-            raise _shape_error(file, where, "an array", value)
-        elif isinstance(default, bool) and not isinstance(value, bool):
-            raise _shape_error(file, where, "true or false", value)
-        elif (
-            key.endswith(("_multiplier", "_sec", "_mb", "_cpus", "_gpus", "_tpu"))
-            and value is not None
-        ):
-            value = _number(value, file, where)
-        elif key.endswith(("name", "import_path", "type", "_policy")) and value is not None:
-            value = _string(value, file, where)
-        settings[key] = _normal(value)
+            settings[key] = default
+            continue
+        if kind == "object":
+            value = _object(value, file, prefix + key, nullable=False)
+        elif kind == "array" and not isinstance(value, list):
+            raise _shape_error(file, prefix + key, "an array", value)
+        elif kind == "bool" and not isinstance(value, bool):
+            raise _shape_error(file, prefix + key, "true or false", value)
+        elif kind == "number":
+            value = _number(value, file, prefix + key)
+        elif kind == "string":
+            value = _string(value, file, prefix + key)
+        settings[key] = value
     if settings["agent.name"] is None and settings["agent.import_path"] is None:
         settings["agent.name"] = HARBOR_DEFAULT_AGENT
     if settings["environment.type"] is None and settings["environment.import_path"] is None:
@@ -572,7 +592,7 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
     model_info = info.get("model_info")
     model = settings["agent.model_name"] or _model_label(model_info)
     environment = settings["environment.type"] or settings["environment.import_path"]
-    extras = {k: v for k, v in settings.items() if k not in _SHOWN and v != _normal(_SETTINGS[k])}
+    extras = {k: v for k, v in settings.items() if k not in _SHOWN and v != _DEFAULTS[k]}
     if settings["agent.name"] not in (None, agent):
         extras["agent.name"] = settings["agent.name"]
     if model_info and settings["agent.model_name"] not in (
@@ -725,6 +745,7 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
     progress = Progress(len(trials), f"reading {job_dir.name}")
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
+    seen: dict[tuple[str, str], dict] = {}  # (settings, agent_info) -> its configuration
     for trial in trials:
         progress.step()
         result_file = trial / "result.json"
@@ -754,8 +775,14 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         task_id = _string(result.get("task_name"), file, "task_name", nullable=False)
         trial_name = _string(result.get("trial_name"), file, "trial_name", nullable=False)
         job_id = _string(config.get("job_id"), file, "config.job_id") or job["job_id"]
-        configuration = harbor_configuration(settings, _agent_info(result, file), job["n_attempts"])
-        configuration = configurations.setdefault(configuration["key"], configuration)
+        info = _agent_info(result, file)
+        # a fast path only: the configuration's identity is its canonical key
+        cache_key = (repr(settings), repr(info))
+        configuration = seen.get(cache_key)
+        if configuration is None:
+            configuration = harbor_configuration(settings, info, job["n_attempts"])
+            configuration = configurations.setdefault(configuration["key"], configuration)
+            seen[cache_key] = configuration
         attempts.append(
             {
                 "task_id": task_id,
