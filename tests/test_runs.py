@@ -475,6 +475,28 @@ def test_a_result_that_is_not_an_object(tmp_path, value):
         read_harbor_job(job)
 
 
+def test_lone_surrogates_and_undecodable_names_are_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    result = trial_results(job)[0]
+    text = result.read_text().replace(
+        '"name": "nop",\n        "version"', '"name": "n\\udc80p",\n        "version"'
+    )
+    assert "\\udc80" in text
+    result.write_text(text)
+    with pytest.raises(AfbenchError, match="field 'agent_info.name': trial result holds a lone"):
+        read_harbor_job(job)
+    result.write_text(text.replace("\\udc80", "\\ud83d\\ude00"))  # a valid pair is text
+    assert read_harbor_job(job)[0]["agent"] == "n\U0001f600p"
+    os.mkdir(os.fsencode(job) + b"/bad-\xff__trial")
+    with pytest.raises(AfbenchError, match="file name is not valid UTF-8"):
+        read_harbor_job(job)
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "v.json").write_bytes(verdict().replace(b'"comparator"', b'"comp\\ud800"'))
+    with pytest.raises(AfbenchError, match="field 'verifier.name': verdict holds a lone"):
+        read_verdict_dir(folder)
+
+
 def test_negative_or_non_numeric_cost_is_refused(tmp_path):
     job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
 

@@ -11,6 +11,7 @@ import hashlib
 import json
 import math
 import os
+import re
 import stat
 import sys
 from pathlib import Path
@@ -193,6 +194,59 @@ def _list_dir(folder: Path, what: str) -> list[os.DirEntry]:
 # ----------------------------------------------------------------------------- JSON shapes
 
 
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _lone_surrogate_at(doc: object) -> str | None:
+    """The path of the first string (or key) holding a lone surrogate, which no UTF-8 output
+    can carry; walked without recursion."""
+    stack: list[tuple[object, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path or "(top level)"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else key
+                stack.append((key, where))
+                stack.append((item, where))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+    return None
+
+
+def parse_json_input(data: bytes, file: str, what: str) -> object:
+    """Strict JSON (fsutil.parse_json_bytes) that also refuses a lone surrogate escape
+    (`\\ud800`): it would break every UTF-8 artifact written from it."""
+    doc = parse_json_bytes(data, file, what)
+    if _SURROGATE_ESCAPE.search(data):
+        where = _lone_surrogate_at(doc)
+        if where is not None:
+            raise AfbenchError(
+                f"{what} holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)",
+                file=file,
+                field=where,
+                expected="valid Unicode text",
+            )
+    return doc
+
+
+def _utf8_path(path: str) -> str:
+    """A path that lands in CSV and JSON artifacts must be valid UTF-8 (a name with undecodable
+    bytes reaches Python as lone surrogates)."""
+    if not path.isascii():
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = path.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise AfbenchError("file name is not valid UTF-8; refusing it", file=shown) from None
+    return path
+
+
 def _json_type(value: object) -> str:
     if value is None:
         return "null"
@@ -260,7 +314,7 @@ def _expect(
 
 def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
     """A verifier verdict checked for shape and contradictions; reward 1 / 0 / null."""
-    doc = parse_json_bytes(data, file, "verdict")
+    doc = parse_json_input(data, file, "verdict")
     problems: list[Problem] = []
     if not isinstance(doc, dict):
         raise AfbenchError("verdict must be a JSON object", file=file, found=type(doc).__name__)
@@ -639,7 +693,7 @@ def _job(job_dir: Path) -> dict:
     data = read_regular_file(file, "Harbor job config", required=False)
     if data is None:
         raise AfbenchError("not a Harbor job directory (no config.json)", file=str(job_dir))
-    doc = _object(parse_json_bytes(data, str(file), "Harbor job config"), str(file), "(top level)")
+    doc = _object(parse_json_input(data, str(file), "Harbor job config"), str(file), "(top level)")
     assert doc is not None
     n_attempts = doc.get("n_attempts", 1)
     if isinstance(n_attempts, bool) or not isinstance(n_attempts, int) or n_attempts < 1:
@@ -662,7 +716,7 @@ def _job(job_dir: Path) -> dict:
     result_file = job_dir / "result.json"
     data = read_regular_file(result_file, "Harbor job result", required=False)
     if data is not None:
-        result = parse_json_bytes(data, str(result_file), "Harbor job result")
+        result = parse_json_input(data, str(result_file), "Harbor job result")
         result = _object(result, str(result_file), "(top level)", nullable=False)
         job_id = _string(result.get("id"), str(result_file), "id")
     return {
@@ -705,7 +759,7 @@ def _incomplete_trial(trial: Path, job: dict) -> dict:
             "job_id": job["job_id"],
             "settings": trial_settings(_job_trial_config(job, trial), job["file"], ""),
         }
-    doc = _object(parse_json_bytes(data, str(file), "trial config"), str(file), "(top level)")
+    doc = _object(parse_json_input(data, str(file), "trial config"), str(file), "(top level)")
     assert doc is not None
     task = _object(doc.get("task"), str(file), "task") or {}
     path = _string(task.get("path"), str(file), "task.path")
@@ -723,12 +777,13 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
 
     A symbolic link, FIFO, socket or device in the job directory, and a result.json that is not
     a regular file, are refused; a trial folder without result.json is `incomplete`."""
-    job_dir = Path(job_dir)
+    job_dir = Path(_utf8_path(str(job_dir)))
     if not job_dir.is_dir():
         raise AfbenchError("not a Harbor job directory (not a folder)", file=str(job_dir))
     job = _job(job_dir)
     trials = []
     for entry in _list_dir(job_dir, "Harbor job directory"):
+        _utf8_path(entry.path)
         if entry.is_symlink():
             raise AfbenchError(
                 "symbolic link in a Harbor job directory; refusing it (Harbor writes trial "
@@ -767,7 +822,7 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
             pending.append((attempt, known["settings"]))
             attempts.append(attempt)
             continue
-        result = parse_json_bytes(data, file, "trial result")
+        result = parse_json_input(data, file, "trial result")
         attempt = classify_trial(result, file, verification_disabled=job["verification_disabled"])
         config = _object(result.get("config"), file, "config", nullable=False)
         assert config is not None
@@ -876,14 +931,14 @@ def check_unique_trials(attempts: list[dict]) -> None:
 def read_verdict_dir(folder: Path) -> list[dict]:
     """Every `*.json` verdict in a folder (regular files only, read with a size cap and never
     blocking); one configuration per verifier name and version."""
-    folder = Path(folder)
+    folder = Path(_utf8_path(str(folder)))
     if not folder.is_dir():
         raise AfbenchError("verdict folder not found", file=str(folder))
     attempts = []
     for entry in _list_dir(folder, "verdict folder"):
         if entry.name.startswith(".") or not entry.name.endswith(".json"):
             continue
-        path = Path(entry.path)
+        path = Path(_utf8_path(entry.path))
         data = read_regular_file(path, "verdict file")
         assert data is not None
         info = os.stat(path, follow_symlinks=False)
