@@ -39,15 +39,13 @@ def test_fourteen_misspelt_source_ids_give_fourteen_distinct_lines(release_files
     with pytest.raises(AfbenchError) as info:
         cross_check(tasks, sources, dir_config["release"]["expected_counts"], FILES)
     found = [
-        line.strip()
-        for line in str(info.value).splitlines()
-        if "source_id is not in SOURCES.csv" in line
+        line.strip() for line in str(info.value).splitlines() if "source_id not in SOURCES" in line
     ]
     assert len(found) == 14 and len(set(found)) == 14
     for line, (row, task_id) in zip(found, sorted(misspelt.items()), strict=True):
         assert line.startswith(
-            f"- MANIFEST.csv: row {row}: field 'source_id': task '{task_id}': source_id is not "
-            "in SOURCES.csv"
+            f"- MANIFEST.csv: row {row}: field 'source_id': task '{task_id}': source_id not in "
+            "SOURCES (expected one of the 24 sources in SOURCES.csv"
         )
         assert re.search(r"found 'demo_sorce_\d\d'", line)
         assert "closest: demo_source_" in line

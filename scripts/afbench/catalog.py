@@ -130,12 +130,12 @@ def cross_check(tasks: list[dict], sources: list[dict], expected: dict, files: d
             near = suggestions[task["source_id"]]
             problems.append(
                 Problem(
-                    f"task '{task['task_id']}': source_id is not in {files['sources']}",
+                    f"task '{task['task_id']}': source_id not in SOURCES",
                     file=files["manifest"],
                     row=index + 2,
                     field="source_id",
                     found=task["source_id"],
-                    expected=f"one of {len(known)} sources"
+                    expected=f"one of the {len(known)} sources in {files['sources']}"
                     + (f" (closest: {', '.join(near)})" if near else ""),
                 )
             )

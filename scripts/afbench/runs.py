@@ -783,6 +783,8 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
     job = _job(job_dir)
     trials = []
     for entry in _list_dir(job_dir, "Harbor job directory"):
+        if entry.name.startswith("."):
+            continue  # not Harbor's (its trial folders are named <task>__<id>); never opened
         _utf8_path(entry.path)
         if entry.is_symlink():
             raise AfbenchError(
