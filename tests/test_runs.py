@@ -835,3 +835,11 @@ def test_report_shows_one_line_per_run_and_configuration(tmp_path):
     ]
     assert "upper withheld: 1 task(s) unverified" in html
     assert "<td>100.0%</td>" in html  # the oracle configuration's own success rate
+
+
+def test_a_pooled_summary_from_an_older_afbench_is_refused_by_the_report():
+    from afbench.analysis import local_run_rows
+
+    old = {"run": "old", "selection": {"name": "s", "tasks": 1}, "counts": {"accepted": 1}}
+    with pytest.raises(AfbenchError, match="run 'old': its summary has no per-configuration"):
+        local_run_rows([old])

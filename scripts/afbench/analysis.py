@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from .errors import AfbenchError
 from .stats import (
     holm,
     mcnemar_exact,
@@ -144,6 +145,12 @@ def local_run_rows(runs: list[dict]) -> list[dict]:
     settings, so neither is its line in the report."""
     rows = []
     for run in runs:
+        if not isinstance(run.get("configurations"), list):
+            raise AfbenchError(
+                f"run '{run.get('run')}': its summary has no per-configuration results (written "
+                "by an older afbench, which pooled configurations); import the run again",
+                field="configurations",
+            )
         for config in run["configurations"]:
             rows.append(
                 {
