@@ -192,6 +192,36 @@ def cost_success(imports: list[dict]) -> dict:
     }
 
 
+LOCAL_OUTCOMES = ("accepted", "rejected", "unverified", "error", "incomplete", "missing")
+
+
+def local_run_rows(runs: list[dict]) -> list[dict]:
+    """One row per (run, configuration): a local run is never pooled across agents, models or
+    settings, so neither is its line in the report."""
+    rows = []
+    for run in runs:
+        if not isinstance(run.get("configurations"), list):
+            raise AfbenchError(
+                f"run '{run.get('run')}': its summary has no per-configuration results (written "
+                "by an older afbench, which pooled configurations); import the run again",
+                field="configurations",
+            )
+        for config in run["configurations"]:
+            rows.append(
+                {
+                    "run": run["run"],
+                    "configuration": config["configuration"],
+                    "selection": run["selection"]["name"],
+                    "tasks": run["selection"]["tasks"],
+                    "counts": {k: config["counts"][k] for k in LOCAL_OUTCOMES},
+                    "success_rate": config["success_rate"],
+                    "success_rate_bounds": config["success_rate_bounds"],
+                    "pass_at_k": config["pass_at_k"],
+                }
+            )
+    return rows
+
+
 def analyse(
     summary: dict, imports: list[dict], catalog: dict, runs: list[dict], confidence: float
 ) -> dict:
@@ -208,5 +238,5 @@ def analyse(
         "per_source": per_source(imports, catalog),
         "cost_success": cost_success(imports),
         "budget_audit": summary["budget_audit"],
-        "local_runs": runs,
+        "local_runs": local_run_rows(runs),
     }

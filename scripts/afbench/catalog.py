@@ -113,17 +113,28 @@ def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list
 
 
 def cross_check(tasks: list[dict], sources: list[dict], expected: dict, files: dict) -> None:
+    """MANIFEST against SOURCES and the release's declared counts. `tasks` is in MANIFEST order
+    (parse_manifest keeps every row), so a task's row in spreadsheet numbering (the header is
+    row 1) is its index + 2."""
+    from .csvtable import closest
+
     problems = []
     known = {s["source_id"] for s in sources}
-    for task in tasks:
+    suggestions: dict[str, list[str]] = {}
+    for index, task in enumerate(tasks):
         if task["source_id"] not in known:
+            if task["source_id"] not in suggestions:
+                suggestions[task["source_id"]] = closest(task["source_id"], sorted(known))
+            near = suggestions[task["source_id"]]
             problems.append(
                 Problem(
-                    "source_id not in SOURCES",
+                    f"task '{task['task_id']}': source_id not in SOURCES",
                     file=files["manifest"],
+                    row=index + 2,
                     field="source_id",
                     found=task["source_id"],
-                    expected=f"one of {len(known)} sources",
+                    expected=f"one of the {len(known)} sources in {files['sources']}"
+                    + (f" (closest: {', '.join(near)})" if near else ""),
                 )
             )
     per_source = Counter(t["source_id"] for t in tasks)

@@ -607,14 +607,11 @@ def cmd_import_results(args: Namespace) -> None:
 # --- local runs -----------------------------------------------------------------------------
 def cmd_verdict(args: Namespace) -> None:
     from .fsutil import sha256_bytes
-    from .runs import parse_verdict
+    from .runs import parse_verdict, read_regular_file
 
     check_name(args.task, "task id")
     path = Path(args.path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AfbenchError("verdict file not found", file=str(path)) from None
+    data = read_regular_file(path, "verdict file")
     verdict = parse_verdict(data, str(path), args.task)
     result = {
         **record(VERDICT),
