@@ -6,6 +6,7 @@ import copy
 import gzip
 import hashlib
 import json
+import shutil
 import subprocess
 import threading
 import time
@@ -321,6 +322,59 @@ def snakemake_env() -> dict:
 
     bin_dir = str(Path(sys.executable).parent)
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+SNAKEMAKE = str(Path(__import__("sys").executable).with_name("snakemake"))
+
+
+def project(tmp_path: Path) -> Path:
+    """A fresh project folder: the workflow, profiles, config and the demo release."""
+    root = tmp_path / "project"
+    for part in ("workflow", "profiles", "config", "resources"):
+        shutil.copytree(REPO / part, root / part)
+    return root
+
+
+def snakemake(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [SNAKEMAKE, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=snakemake_env(),
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
+    return result
+
+
+def planned(root: Path, *args: str) -> dict[str, int]:
+    """Jobs Snakemake would run now (its dry-run job stats), by rule."""
+    out = snakemake(root, "-n", *args).stdout
+    if "Nothing to be done" in out:
+        return {}
+    lines = out.split("Job stats:")[1].strip().splitlines()[2:]
+    jobs = {}
+    for line in lines:
+        name, count = line.split()
+        if name == "total":
+            break
+        jobs[name] = int(count)
+    return jobs
+
+
+@pytest.fixture(scope="session")
+def demo_project(tmp_path_factory) -> Path:
+    """The demo pipeline built once per test session with a plain `snakemake` (the default
+    profile runs config/demo.yaml). Tests only read it, or run Snakemake dry."""
+    root = project(tmp_path_factory.mktemp("demo"))
+    snakemake(root)
+    return root
+
+
+def demo_revision() -> str:
+    return yaml.safe_load((REPO / "config/demo.yaml").read_text())["release"]["revision"]
 
 
 def run_all(cfg: dict) -> Path:

@@ -31,11 +31,11 @@ EXAMPLES = {
     "verdict": "afbench verdict --path /absolute/path/to/verdict.json --task alg_top_theorem107 "
     "--output verdict-import.json",
     "import-run": "afbench import-run --selection two.json --name my-run --kind harbor "
-    "--path jobs/job-1 --path jobs/job-2 --output-dir runs/my-run",
+    "--path jobs/job-1 --path jobs/job-2 --output-dir my-run",
     "report": "afbench report --summary summary.json --import a.json --import b.json "
     "--catalog tasks.json --receipt REL/receipt.json --output-dir report",
     "artifacts": "afbench artifacts --root out --revision SHA1 --config-digest HEX "
-    "--output out/artifacts.json out/tasks.json out/reference.json",
+    "--output out/manifest.json out/tasks.json out/reference.json",
     "demo": "afbench demo generate --out resources/demo-release\n"
     "afbench demo repo --release-files resources/demo-release --out demo-upstream",
     "discover": "afbench discover --checkout /abs/autoformbench --output-dir discovered",
