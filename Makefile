@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.afbench-installed
 
-.PHONY: setup demo official test lint bench clean
+.PHONY: setup demo official test lint bench clean harbor slurm
 
 setup: $(STAMP)
 
@@ -29,6 +29,14 @@ lint: setup
 
 bench: setup
 	$(BIN)/python bench/run.py
+
+# Harbor 0.22.0 in its own venv (.harbor-venv, Python >= 3.12); prints its harbor executable.
+harbor:
+	bash ci/harbor-setup.sh
+
+# A one-node SLURM cluster on this machine (root; Debian's slurm-wlm and munge).
+slurm:
+	bash ci/slurm-up.sh
 
 clean:
 	rm -rf results .snakemake
