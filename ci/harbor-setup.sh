@@ -3,8 +3,9 @@
 # the path of its `harbor` executable on stdout. Idempotent: a venv that already has exactly
 # this Harbor is left alone. Harbor 0.22.0 needs Python >= 3.12 while the project stays on 3.11,
 # so it gets a separate interpreter: $HARBOR_PYTHON if set, else the first python3.12/3.13 found
-# on PATH or under pyenv. Debian 12 (bookworm) ships no python3.12 package; on such a machine
-# without pyenv, install one (e.g. pyenv, or uv's managed Python) and set HARBOR_PYTHON.
+# on PATH or under pyenv (this machine kind has pyenv's 3.12.1 beside the system's 3.11).
+# Debian 12 (bookworm) ships no python3.12 package: elsewhere, install a Python >= 3.12 and set
+# HARBOR_PYTHON to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARBOR_VERSION=0.22.0
@@ -19,9 +20,8 @@ supported() {  # is $1 a Python >= 3.12?
 find_python() {
     local candidate
     if [ -n "${HARBOR_PYTHON:-}" ]; then
-        if supported "$HARBOR_PYTHON"; then echo "$HARBOR_PYTHON"; return 0; fi
-        say "HARBOR_PYTHON=$HARBOR_PYTHON is not a Python >= 3.12"
-        return 1
+        echo "$HARBOR_PYTHON"
+        return 0
     fi
     for candidate in python3.12 python3.13 \
         "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.12*/bin/python3.12 \
@@ -44,11 +44,15 @@ if [ -x "$VENV/bin/harbor" ] && [ "$(installed_version)" = "$HARBOR_VERSION" ]; 
     exit 0
 fi
 
+if [ -n "${HARBOR_PYTHON:-}" ] && ! supported "$HARBOR_PYTHON"; then
+    say "HARBOR_PYTHON=$HARBOR_PYTHON is not a Python >= 3.12"
+    exit 1
+fi
 if ! PY=$(find_python); then
     say "no Python >= 3.12 found (Harbor $HARBOR_VERSION needs one; the project's own 3.11"
     say "cannot run it). Looked for python3.12, python3.13 on PATH and under"
-    say "${PYENV_ROOT:-$HOME/.pyenv}/versions. Debian 12 has no python3.12 package: install"
-    say "one (pyenv install 3.12, or 'uv python install 3.12') and set HARBOR_PYTHON=<path>."
+    say "${PYENV_ROOT:-$HOME/.pyenv}/versions. Debian 12 (bookworm) has no python3.12 package;"
+    say "install a Python >= 3.12 (e.g. with pyenv) and set HARBOR_PYTHON=<its path>."
     exit 1
 fi
 say "using $PY ($("$PY" --version 2>&1)) for Harbor $HARBOR_VERSION in $VENV"

@@ -78,12 +78,23 @@ class HostEnvironment(BaseEnvironment):
     # -- definition ---------------------------------------------------------------------------
 
     def _validate_definition(self):
+        # A bad definition fails the trial at start(), where Harbor records it as the trial's
+        # exception (an infrastructure error), instead of aborting the whole `harbor run`.
+        self._sandbox: Path | None = None
+        self._definition_error: Exception | None = None
+        self._image, self._workdir, self._copies, self._image_env = None, PurePosixPath("/"), [], {}
+        self._private = list(ALWAYS_PRIVATE)
+        try:
+            self._read_definition()
+        except (OSError, ValueError, HostEnvironmentError) as error:
+            self._definition_error = error
+
+    def _read_definition(self):
         dockerfile = self.environment_dir / "Dockerfile"
         if not dockerfile.is_file():
             raise FileNotFoundError(
                 f"host environment: {dockerfile} not found (it reads the task's Dockerfile)"
             )
-        self._image = None
         workdir = PurePosixPath("/")
         copies: list[tuple[Path, PurePosixPath, bool]] = []
         env: dict[str, str] = {}
@@ -124,7 +135,6 @@ class HostEnvironment(BaseEnvironment):
                     "the host's; only new top-level folders can be private"
                 )
         self._private = sorted(private)
-        self._sandbox: Path | None = None
 
     def _parse_env(self, args: str, where: str) -> dict[str, str]:
         words = shlex.split(args)
@@ -197,6 +207,8 @@ class HostEnvironment(BaseEnvironment):
     async def start(self, force_build: bool) -> None:
         if self._sandbox is not None:
             return
+        if self._definition_error is not None:
+            raise self._definition_error
         for tool in ("unshare", "setpriv"):
             if shutil.which(tool) is None:
                 raise HostEnvironmentError(f"host environment: util-linux's {tool} is missing")
