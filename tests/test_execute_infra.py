@@ -126,11 +126,25 @@ def test_export_is_idempotent_and_check_names_every_difference(checkout, tmp_pat
     fixed = run([*exporter, "--problem", TASK, "--tasks-dir", str(out)], checkout)
     assert fixed.stdout.startswith("replaced:")
     assert {p: p.read_bytes() for p in task_dir.rglob("*") if p.is_file()} == before
-    assert sorted(p.name for p in out.iterdir()) == [TASK]  # no staging left behind
+    assert sorted(p.name for p in out.iterdir()) == [f".{TASK}.lock", TASK]  # no staging left
 
     for bad, message in (("demo_nope", "is not in"), ("../x", "is not a task id")):
         refused = run([*exporter, "--problem", bad, "--tasks-dir", str(out)], checkout)
         assert refused.returncode == 2 and message in refused.stderr
+
+
+def test_concurrent_exports_of_one_task_all_succeed_and_agree(checkout, tmp_path):
+    argv = [sys.executable, str(checkout / "harbor/export.py"), "--problem", TASK]
+    argv += ["--tasks-dir", str(tmp_path)]
+    processes = [
+        subprocess.Popen(argv, cwd=checkout, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        for _ in range(4)
+    ]
+    outputs = [p.communicate(timeout=60) for p in processes]
+    assert [p.returncode for p in processes] == [0] * 4, outputs
+    said = sorted(out.decode().split(":")[0] for out, _ in outputs)
+    assert said == ["up to date"] * 3 + ["written"]
+    assert run([*argv, "--check"], checkout).returncode == 0
 
 
 def harbor_skip_reason() -> str | None:

@@ -8,7 +8,8 @@ DIR/TASK (DIR defaults to tasks/ at the top of this checkout, where an afbench p
 86,400 s, verifier 6,000 s), instruction.md, environment/ (a Dockerfile and the workspace: one
 Lean file, Task.lean, with `sorry` for each proof obligation), tests/test.sh (the grader) and
 solution/solve.sh (the oracle's reference solution). Exporting again writes the same bytes; an
-outdated directory is replaced whole, never left half-written.
+outdated directory is replaced whole, never left half-written; concurrent exports of one task
+take turns (a lock file, DIR/.TASK.lock).
 
 --check changes nothing: it verifies that DIR/TASK holds exactly what the export writes (the
 same files, bytes and executable bits, and no others) and exits 1 naming each difference.
@@ -21,6 +22,7 @@ reward 0. Exit codes: 0 done, 1 check failed, 2 bad arguments or unknown task.
 
 import argparse
 import csv
+import fcntl
 import hashlib
 import json
 import os
@@ -211,6 +213,14 @@ def differences(target, files):
 
 
 def export(target, files):
+    # Jobs that run the same task (one per agent or attempt) may export it at the same time:
+    # one at a time per task, and a directory that is already right is left alone.
+    with open(target.parent / f".{target.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return export_locked(target, files)
+
+
+def export_locked(target, files):
     if target.is_dir() and not differences(target, files):
         return "up to date"
     staging = target.parent / f".{target.name}.export-{os.getpid()}"
