@@ -19,6 +19,7 @@ import pytest
 from afbench import demo
 from afbench.config import load_config
 from afbench.plan import build_plan
+from afbench.release import identity
 from afbench.runs import read_harbor_job
 
 from conftest import REPO
@@ -39,9 +40,18 @@ def checkout(tmp_path_factory) -> Path:
 
 def plan_for(checkout: Path, agent: str, jobs: Path, environment: str = "docker") -> dict:
     config = load_config([REPO / "config/demo.yaml"])
-    config["plans"]["environment_type"] = environment
-    selection = {"name": "infra", "task_ids": [TASK], "selection_sha256": "0" * 64}
-    return build_plan(config, selection, agent, None, str(checkout), jobs)["tasks"][0]
+    release = identity(config["release"])
+    catalog = {"release": release, "license": "synthetic", "tasks": [{"task_id": TASK}]}
+    selection = {
+        "name": "infra",
+        "task_ids": [TASK],
+        "selection_sha256": "0" * 64,
+        "release": release,
+    }
+    plan = build_plan(
+        catalog, selection, agent, None, str(checkout), "tasks", str(jobs), environment
+    )
+    return plan["tasks"][0]
 
 
 def run(argv: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:

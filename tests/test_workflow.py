@@ -22,7 +22,7 @@ from conftest import REPO, demo_revision, project, snakemake
 ARTIFACT_PATHS = re.compile(
     r"tasks/catalog\.json|tasks/selections|release/receipt\.json|release/verified|"
     r"imports/source-|budget-\d|plans/|runs/|report/(index|analysis|figures)|"
-    r"artifacts\.json|logs/"
+    r"artifacts\.json|(?<![/$\w])logs/"
 )
 
 
