@@ -377,8 +377,13 @@ class Chain:
         self.out = root / "out"
         self.receipt = self.release / "receipt.json"
         self.catalog = self.out / "catalog.json"
-        cfg = yaml.safe_load(self.config.read_text())
-        self.models = {slug: spec["path"] for slug, spec in cfg["models"].items()}
+        from afbench.config import load_config
+
+        cfg = load_config([self.config])
+        self.models = cfg["models"]
+        self.settings = cfg["import"]
+        # import_model's settings as the rule gives them: flags, so no job reads the config
+        self.columns = [f"{ours}={theirs}" for ours, theirs in cfg["columns"]["results"].items()]
 
     def reset(self) -> None:
         shutil.rmtree(self.release, ignore_errors=True)
@@ -401,10 +406,16 @@ class Chain:
         return self.out / f"import-{slug}.json"
 
     def import_model(self, slug: str) -> list[str]:
+        spec = self.models[slug]
         return [
             *[AFBENCH, "import-model", "--catalog", self.catalog, "--receipt", self.receipt],
-            *["--results", self.release / self.models[slug], "--model", slug],
-            *["--output", self.model_import(slug), "--config", self.config],
+            *["--results", self.release / spec["path"], "--model", slug],
+            *["--display-name", spec["display_name"]],
+            *["--pinned-condition", spec["source_condition"]],
+            *["--source-condition", self.settings["source_condition"]],
+            *["--budget-usd", str(self.settings["budget_usd"])],
+            *[arg for pair in self.columns for arg in ("--column", pair)],
+            *["--output", self.model_import(slug)],
         ]
 
     def each_import(self) -> list[str]:

@@ -9,7 +9,6 @@ import re
 from argparse import Namespace
 from pathlib import Path
 
-from .config import ReleaseFile
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, check_name, json_bytes, write_csv, write_json
 from .records import (
@@ -26,6 +25,10 @@ from .records import (
     read_record,
     record,
 )
+
+TYPE_CHECKING = False  # (typing itself costs a job's start-up more than it needs)
+if TYPE_CHECKING:
+    from .config import ReleaseFile
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 REVISION = re.compile(r"[0-9a-f]{40}")
@@ -116,6 +119,8 @@ def _kind_of(key: str) -> str:
 
 def pins_from(args: Namespace, settings: Settings) -> tuple[list[ReleaseFile], list[ReleaseFile]]:
     """(pinned files, unpinned files): from --pin/--skip, else from config."""
+    from .config import ReleaseFile
+
     if args.pin is None:
         from .config import pinned_files, release_files
 
@@ -248,6 +253,7 @@ def _check_receipt_pins(
 
 # --- fetch and verify -----------------------------------------------------------------------
 def cmd_fetch(args: Namespace) -> list[str]:
+    from .config import ReleaseFile
     from .fetch import GitSource, fetch_file, fetch_release, make_source
 
     settings = Settings(args)

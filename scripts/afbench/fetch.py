@@ -7,11 +7,14 @@ import time
 from pathlib import Path
 
 from . import license_note
-from .config import ReleaseFile
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, sha256_bytes, sha256_file
 from .records import RECEIPT, VERIFIED_FILE, record
 from .release import identity
+
+TYPE_CHECKING = False  # a fetch job does not need typing (nor config) to start
+if TYPE_CHECKING:
+    from .config import ReleaseFile
 
 MAX_REDIRECTS = 5
 

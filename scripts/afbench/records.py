@@ -3,8 +3,6 @@ read back only as the kind its reader expects."""
 
 from __future__ import annotations
 
-import platform
-from importlib import metadata
 from pathlib import Path
 
 from . import __version__
@@ -58,6 +56,10 @@ def read_record(path: Path | str, kind: str, *also: str) -> dict:
 
 
 def tool_versions() -> dict[str, str]:
+    # imported here: importlib.metadata costs a job start-up more than any stage needs
+    import platform
+    from importlib import metadata
+
     def version(name: str) -> str:
         try:
             return metadata.version(name)
