@@ -730,6 +730,13 @@ def cmd_artifacts(args: Namespace) -> None:
     write_json(Path(args.output), manifest)
 
 
+def cmd_export(args: Namespace) -> None:
+    """Every table the artifact directory has (or those named), each one file in OUT."""
+    from .frames import export
+
+    export(Path(args.root), Path(args.output_dir), args.format, args.table)
+
+
 # --- tools ----------------------------------------------------------------------------------
 def cmd_demo(args: Namespace) -> None:
     from .demo import build_repository, write_release
