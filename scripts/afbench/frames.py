@@ -15,7 +15,8 @@ Columns are typed with pandas' nullable dtypes (`string`, `Int64`, `Float64`, `b
 categoricals for short closed or repeating sets (categories sorted, or in the documented order
 for `source_condition` and `outcome`) and `datetime64[us, UTC]` for times; unknown values are
 `<NA>`/`NaT`, never 0 or "". `COLUMNS` documents every table's columns and dtypes; each frame's
-`attrs` holds the folder's `revision` and the `artifacts` it was read from. Every function takes
+`attrs` holds the folder's `revision` and the `artifacts` it was read from (paths relative to
+the folder; parquet keeps them). Every function takes
 a folder path, or a `Folder` (one scan, shared by several tables).
 """
 
@@ -47,6 +48,7 @@ __all__ = [
     "read_export",
     "run_attempts",
     "run_outcomes",
+    "table_bytes",
     "tasks",
 ]
 
@@ -316,7 +318,8 @@ class Folder:
 
     def frame(self, rows: list[dict] | pd.DataFrame, table: str, used: Iterable[Artifact]):
         df = typed(rows, table)
-        df.attrs = {"revision": self.revision, "artifacts": [str(a.path) for a in used]}
+        paths = [a.path.relative_to(self.root).as_posix() for a in used]
+        df.attrs = {"revision": self.revision, "artifacts": paths}
         return df
 
 
