@@ -28,6 +28,7 @@ from .records import (
 )
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 REVISION = re.compile(r"[0-9a-f]{40}")
 PIN = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@]+)@(?P<sha>[0-9a-f]{64})")
 SKIP = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@=]+)")
@@ -59,7 +60,7 @@ class Settings:
 
 # --- values from flags: each checked as strictly as the config schema checks it -------------
 def number(text: object, field: str, *, minimum: float = 0, exclusive: bool = False) -> float:
-    if isinstance(text, bool):
+    if isinstance(text, bool) or (isinstance(text, str) and not DECIMAL.fullmatch(text)):
         raise AfbenchError("not a number", field=field, found=str(text))
     try:
         value = float(text)  # type: ignore[arg-type]
