@@ -28,7 +28,7 @@ from conftest import FIXTURES, REPO, afbench, config_for, run_all, write_tree
 README_EXAMPLE = """\
 import afbench.frames as af
 
-root = "results/b99130cda6e95650051c3cfa84130d6fec0e8a84"  # what `make demo` wrote
+root = "results/19d659d3da5a2f45a8ea1548136c9030e09d58ae"  # what `make demo` wrote
 
 board = af.leaderboard(root)  # one row per model, with the report's Wilson intervals
 board[["rank", "model", "passes", "success_rate", "wilson_low", "wilson_high"]]
@@ -503,6 +503,7 @@ def test_export_help_names_every_table():
 
 # --- the README's example -------------------------------------------------------------------
 def test_readme_example_runs_as_written_on_the_demo_output(demo, monkeypatch):
+    assert f'root = "results/{demo.name}"' in README_EXAMPLE, "the demo revision changed"
     monkeypatch.chdir(demo.parent.parent)  # the folder holding results/<revision>
     namespace: dict = {}
     with warnings.catch_warnings():
