@@ -295,18 +295,18 @@ class Folder:
             self._data[artifact.path] = data
         return data
 
-    def need(self, kind: str, what: str, example: str) -> list[Artifact]:
+    def need(self, kind: str, what: str, command: str) -> list[Artifact]:
         found = self.of_kind(kind)
         if not found:
             raise AfbenchError(
                 f"no {what} in this folder",
                 file=str(self.root),
-                expected=f"an artifact of kind '{kind}', e.g. {example}",
+                expected=f"an artifact of kind '{kind}', as `afbench {command}` writes",
             )
         return found
 
-    def one(self, kind: str, what: str, example: str) -> Artifact:
-        found = self.need(kind, what, example)
+    def one(self, kind: str, what: str, command: str) -> Artifact:
+        found = self.need(kind, what, command)
         if len(found) > 1:
             raise AfbenchError(
                 f"{len(found)} {what}s in this folder; give the folder of one",
@@ -424,7 +424,7 @@ def typed(rows: list[dict] | pd.DataFrame, table: str) -> pd.DataFrame:
 def tasks(root: str | os.PathLike | Folder) -> pd.DataFrame:
     """One row per task of the catalog (MANIFEST order)."""
     folder = _folder(root)
-    artifact = folder.one(CATALOG, "task catalog", "tasks/catalog.json")
+    artifact = folder.one(CATALOG, "task catalog", "tasks")
     data, r = folder.read(artifact), _Reader(artifact)
     titles = {}
     for i, source in enumerate(r.get(data, "sources", list)):
@@ -500,9 +500,7 @@ def official_results(root: str | os.PathLike | Folder) -> pd.DataFrame:
     """One row per model x task of the official imports (one import per model, source
     condition and budget), as the authors reported them: nothing dropped or capped."""
     folder = _folder(root)
-    found = folder.need(
-        MODEL_IMPORT, "official results import", "imports/<condition>/budget-<usd>/<model>.json"
-    )
+    found = folder.need(MODEL_IMPORT, "official results import", "import-model")
     parts = _unique(map(lambda a: _import_part(folder, a), found), "official results imports")
     rows = pd.concat([part for _, _, part in parts], ignore_index=True)
     return folder.frame(rows, "official_results", [a for _, a, _ in parts])
@@ -563,7 +561,7 @@ def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
     budget), with the report's Wilson intervals when its analysis.json is in the folder
     (else those columns are <NA>)."""
     folder = _folder(root)
-    found = folder.need(SUMMARY, "comparison summary", "imports/.../summary.json")
+    found = folder.need(SUMMARY, "comparison summary", "compare")
     summaries = _by_condition(folder, found, "comparison summaries")
     analyses = {
         key: artifact
@@ -651,7 +649,7 @@ def comparisons(root: str | os.PathLike | Folder) -> pd.DataFrame:
     the discordant counts, the paired difference in success rate (a - b) and its interval,
     the exact McNemar p-value and its Holm adjustment."""
     folder = _folder(root)
-    found = folder.need(ANALYSIS, "report analysis", "report/analysis.json")
+    found = folder.need(ANALYSIS, "report analysis", "report")
     analyses = _by_condition(folder, found, "report analyses")
     rows = []
     for (condition, budget), artifact, data in analyses:
@@ -689,7 +687,7 @@ _REWARD = {"accepted": "1", "rejected": "0"}
 
 def _runs(folder: Folder) -> list[tuple[Artifact, str, dict]]:
     """(summary, run name, summary data), unique by run name, in name order."""
-    found = folder.need(RUN_SUMMARY, "local run", "runs/<name>/summary.json")
+    found = folder.need(RUN_SUMMARY, "local run", "import-run")
 
     def named(artifact: Artifact) -> tuple:
         data = folder.read(artifact)
