@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .errors import AfbenchError
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # used with fullmatch: "t1\n" is refused
 SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
 
 
@@ -123,7 +123,7 @@ def check_name(
     """A value that will become a path component or an argv element: refuse anything else."""
     if (
         not isinstance(value, str)
-        or not SAFE_NAME.match(value)
+        or not SAFE_NAME.fullmatch(value)
         or ".." in value
         or len(value) > max_length
     ):
@@ -157,7 +157,7 @@ def _remove_stale_parts(path: Path) -> None:
     prefix = f".{path.name}."
     for stale in path.parent.glob(glob.escape(prefix) + "*.part"):
         fields = stale.name[len(prefix) : -len(".part")].split(".")
-        if len(fields) != 3 or fields[1] != _HOST or not fields[0].isdigit():
+        if len(fields) != 3 or fields[1] != _HOST or not re.fullmatch("[0-9]{1,9}", fields[0]):
             continue  # another host's, or not ours: leave it
         pid = int(fields[0])
         if pid > 0 and not _writer_alive(pid):
