@@ -9,8 +9,17 @@ from pathlib import Path
 from . import paths
 from .config import load_config, revision_dir
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, check_name, read_json_file, write_csv, write_json
+from .fsutil import (
+    atomic_write_bytes,
+    check_name,
+    read_json_file,
+    read_regular_file,
+    write_csv,
+    write_json,
+)
 from .paths import plan_label
+
+MAX_VERDICT_BYTES = 16 << 20  # a verdict is a few kilobytes; /dev/zero is refused before this
 
 
 def _config(args: Namespace) -> dict:
@@ -199,10 +208,7 @@ def cmd_verdict(args: Namespace) -> None:
 
     check_name(args.task, "task id")
     path = Path(args.path)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AfbenchError("verdict file not found", file=str(path)) from None
+    data = read_regular_file(path, "verdict file", MAX_VERDICT_BYTES)
     verdict = parse_verdict(data, str(path), args.task)
     record = {
         "kind": "afbench verdict import",
