@@ -12,6 +12,7 @@ from .errors import AfbenchError
 from .fsutil import (
     atomic_write_bytes,
     check_name,
+    path_text,
     read_json_file,
     read_regular_file,
     write_csv,
@@ -213,7 +214,7 @@ def cmd_verdict(args: Namespace) -> None:
     record = {
         "kind": "afbench verdict import",
         **verdict,
-        "input": {"path": str(path.resolve()), "sha256": sha256_bytes(data)},
+        "input": {"path": path_text(path.resolve()), "sha256": sha256_bytes(data)},
     }
     if args.output:
         write_json(Path(args.output), record)

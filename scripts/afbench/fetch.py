@@ -19,9 +19,16 @@ from .config import (
     unpinned_models,
 )
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, json_bytes, sha256_bytes, sha256_file
+from .fsutil import (
+    atomic_write_bytes,
+    json_bytes,
+    read_regular_file,
+    sha256_bytes,
+    sha256_file,
+)
 
 MAX_REDIRECTS = 5
+MAX_RELEASE_FILE_BYTES = 10_000_000_000  # the schema's largest source.max_bytes
 
 
 class _DeadlinePassed(Exception):
@@ -431,14 +438,10 @@ def read_verified(config: dict, spec: ReleaseFile) -> bytes:
     path = release_path(config, spec)
     if not spec.sha256:
         raise AfbenchError("file has no SHA-256 pin and is never read", file=spec.path)
-    if path.is_symlink():
-        raise AfbenchError("release file is a symbolic link; refusing it", file=str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AfbenchError(
-            "release file not fetched yet (run `afbench fetch`)", file=str(path)
-        ) from None
+    if not path.exists() and not path.is_symlink():
+        raise AfbenchError("release file not fetched yet (run `afbench fetch`)", file=str(path))
+    # a symbolic link, FIFO, device or folder is refused without being read
+    data = read_regular_file(path, "release file", MAX_RELEASE_FILE_BYTES)
     actual = sha256_bytes(data)
     if actual != spec.sha256:
         raise AfbenchError(

@@ -112,6 +112,12 @@ def _too_large(path: Path, what: str, max_bytes: int, size: int | None) -> Afben
     )
 
 
+def path_text(path: Path | str) -> str:
+    """A path as text that can always be written as UTF-8: the same as str(path) for a UTF-8
+    name; bytes that are not UTF-8 (which Python keeps as lone surrogates) shown as \\xff."""
+    return os.fsencode(path).decode("utf-8", "backslashreplace")
+
+
 def check_name(
     value: object,
     what: str,
