@@ -15,6 +15,8 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from afbench import demo, figures
 from afbench.config import (
@@ -37,6 +39,7 @@ from afbench.fsutil import (
 )
 from afbench.plan import HARBOR_ENVIRONMENT_TYPES, build_plan, check_environment_type
 
+import properties as prop
 from conftest import OWNER_REPO, REPO, https_source
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
@@ -727,3 +730,55 @@ def test_demo_repo_cli_refusal_is_one_message(tmp_path):
     assert result.returncode == 2
     one_clean_message(result.stderr.decode())
     assert (tmp_path / "keep.txt").read_text() == "keep"
+
+
+# 8. the properties bench/robustness.py runs 5,000 times each, here briefly -------------------
+FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@FAST
+@given(path=st.sampled_from(prop.TEXT_PLACES), text=prop.hostile_texts)
+def test_hostile_text_at_any_config_setting_is_refused_or_sane(path, text):
+    prop.check_config_text(path, text)
+
+
+@FAST
+@given(path=st.sampled_from(prop.NUMBER_PLACES), value=prop.hostile_numbers)
+def test_hostile_numbers_at_any_number_setting_are_refused_or_sane(path, value):
+    prop.check_config_number(path, value)
+
+
+@FAST
+@given(case=prop.yaml_cases)
+def test_deep_aliased_duplicate_or_hostile_yaml_is_refused_or_sane(case):
+    prop.check_config_yaml(case)
+
+
+@FAST
+@given(
+    kind=st.sampled_from(prop.FILE_KINDS),
+    reader=st.sampled_from(sorted(prop.FILE_READERS)),
+    name=prop.file_names,
+)
+def test_every_reader_refuses_what_is_not_a_regular_file(kind, reader, name):
+    prop.check_file_kind(kind, reader, name)
+
+
+@FAST
+@given(index=st.integers(0, 20), text=prop.hostile_texts)
+def test_a_verdict_with_hostile_strings_is_refused_or_writable(index, text):
+    prop.check_verdict_writable(index, text)
+
+
+def test_the_oracle_catches_a_schema_hole(demo_yaml):
+    """assert_config_sane is independent of the schema: it refuses what a weaker schema let by."""
+    config = validate_config(prop.HOSTILE_BASE)
+    prop.assert_config_sane(config)
+    for path, value in [
+        (["release", "revision"], "a" * 40 + "\n"),
+        (["source", "total_timeout_s"], math.nan),
+        (["plans", "environment_type"], "--help"),
+        (["models"], {"summary": config["models"]["demo-model-a"]}),
+    ]:
+        with pytest.raises((AssertionError, AfbenchError)):
+            prop.assert_config_sane(at(config, path, value))
