@@ -88,7 +88,7 @@ def main() -> None:
     ]
     harmless = st.tuples(
         st.integers(0, 2),
-        st.integers(0, 100),
+        st.integers(0, 10_000),
         st.booleans(),
         st.booleans(),
         st.booleans(),

@@ -376,6 +376,7 @@ def test_a_python_built_config_with_odd_values_is_refused(demo_yaml):
     refused(at(demo_yaml, ["selections"], {1: {}}), "a key must be text")
     refused(at(demo_yaml, ["release", "name"], datetime.date(2026, 1, 1)), "in quotes")
     refused(at(demo_yaml, ["models", "demo-model-a", "display_name"], "A\udc80"), "display_name")
+    refused(at(demo_yaml, ["source", "base_url"], "https://example.org\ud800"), "base_url")
 
 
 # 2. fetch: total_timeout_s against a drip --------------------------------------------------
