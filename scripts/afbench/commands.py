@@ -11,7 +11,15 @@ from pathlib import Path
 
 from .config import ReleaseFile
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, check_name, json_bytes, write_csv, write_json
+from .fsutil import (
+    atomic_write_bytes,
+    check_name,
+    json_bytes,
+    path_text,
+    read_regular_file,
+    write_csv,
+    write_json,
+)
 from .records import (
     CATALOG,
     MODEL_IMPORT,
@@ -32,6 +40,8 @@ DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 REVISION = re.compile(r"[0-9a-f]{40}")
 PIN = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@]+)@(?P<sha>[0-9a-f]{64})")
 SKIP = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@=]+)")
+
+MAX_VERDICT_BYTES = 16 << 20  # a verdict is a few kilobytes; /dev/zero is refused before this
 
 
 class Settings:
@@ -610,16 +620,16 @@ def cmd_import_results(args: Namespace) -> None:
 # --- local runs -----------------------------------------------------------------------------
 def cmd_verdict(args: Namespace) -> None:
     from .fsutil import sha256_bytes
-    from .runs import parse_verdict, read_regular_file
+    from .runs import parse_verdict
 
     check_name(args.task, "task id")
     path = Path(args.path)
-    data = read_regular_file(path, "verdict file")
+    data = read_regular_file(path, "verdict file", MAX_VERDICT_BYTES)
     verdict = parse_verdict(data, str(path), args.task)
     result = {
         **record(VERDICT),
         **verdict,
-        "input": {"path": str(path.resolve()), "sha256": sha256_bytes(data)},
+        "input": {"path": path_text(path.resolve()), "sha256": sha256_bytes(data)},
     }
     if args.output:
         write_json(Path(args.output), result)
