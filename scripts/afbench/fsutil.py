@@ -40,7 +40,7 @@ def check_name(
     """A value that will become a path component or an argv element: refuse anything else."""
     if (
         not isinstance(value, str)
-        or not SAFE_NAME.match(value)
+        or not SAFE_NAME.fullmatch(value)
         or ".." in value
         or len(value) > max_length
     ):

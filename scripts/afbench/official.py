@@ -4,14 +4,13 @@ audit, and comparisons refused unless they are like for like."""
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from datetime import date, datetime
 
 from . import license_note
 from .budget import budget_audit
 from .catalog import load_release_tasks, release_header
 from .config import file_for, missing_pin_error
-from .csvtable import parse_cost, parse_int, read_table
+from .csvtable import cost_column, first_rows, int_column, raise_found, read_table
 from .errors import AfbenchError, Problem, raise_if
 from .fetch import read_verified
 
@@ -37,6 +36,50 @@ def _parse_finished(text: str) -> str | None:
     return text
 
 
+BOOLEANS = {"true": True, "false": False}
+RECORD_FIELDS = (
+    "task_id",
+    "source_id",
+    "success",
+    "n_obligations",
+    "obligations_accepted",
+    "cost_usd",
+    "stop_reason",
+    "finished_at",
+)
+
+
+def _finished_column(column, found, order: int, file: str) -> list[str | None]:
+    """finished_at: ISO-8601 date or datetime, or empty (unknown). Each distinct value is
+    parsed once."""
+    verdict = {}
+    for text in column.unique().tolist():
+        try:
+            verdict[text] = (True, _parse_finished(text))
+        except ValueError:
+            verdict[text] = (False, None)
+    values = []
+    for row, text in zip(column.index.tolist(), column.tolist(), strict=True):
+        ok, value = verdict[text]
+        if not ok:
+            found.append(
+                (
+                    row,
+                    order,
+                    Problem(
+                        "not an ISO-8601 date or datetime",
+                        file=file,
+                        row=row,
+                        field="finished_at",
+                        expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
+                        found=text,
+                    ),
+                )
+            )
+        values.append(value)
+    return values
+
+
 def parse_results(
     data: bytes,
     file: str,
@@ -44,111 +87,136 @@ def parse_results(
     manifest: dict[str, dict],
     pinned_condition: str,
 ) -> tuple[list[dict], dict, list[str]]:
-    """Validated per-task records; every problem in the file is reported, not just the first."""
+    """Validated per-task records; every problem in the file is reported, not just the first.
+
+    Checked column-wise (pandas); the problems come out in row order and, within a row, in
+    the order of the checks, followed by the file-level ones."""
+    import numpy as np
+    import pandas as pd
+
     table = read_table(data, file, mapping)
-    problems: list[Problem] = []
-    records, first_row = [], {}
-    seen_values: dict[str, list[tuple[str, int]]] = {field: [] for field in CONSTANT_FIELDS}
+    frame = table.frame
+    found: list = []
 
-    def bad(number, field, message, expected=None, found=None):
-        problems.append(
-            Problem(message, file=file, row=number, field=field, expected=expected, found=found)
-        )
+    def bad(rows, values, order, field, message, expected=None):
+        """One problem per row in `rows` (found = the row's value, expected per row or one)."""
+        per_row = isinstance(expected, list)
+        for i, (row, value) in enumerate(zip(rows, values, strict=True)):
+            want = expected[i] if per_row else expected
+            found.append(
+                (
+                    row,
+                    order,
+                    Problem(message, file=file, row=row, field=field, expected=want, found=value),
+                )
+            )
 
-    for row, number in zip(table.rows, table.row_numbers, strict=True):
-        tid = row["task_id"]
-        if tid in first_row:
-            bad(number, "task_id", f"duplicate task_id (first at row {first_row[tid]})", found=tid)
-            continue
-        first_row[tid] = number
-        task = manifest.get(tid)
-        if task is None:
-            bad(number, "task_id", "unknown task_id (not in MANIFEST)", found=tid)
-            continue
-        for field in ("source_id", "target_declaration"):
-            if row[field] != task[field]:
-                bad(
-                    number,
-                    field,
-                    "differs from the MANIFEST row",
-                    expected=task[field],
-                    found=row[field],
-                )
-        if row["n_obligations"] != str(task["n_obligations"]):
-            bad(
-                number,
-                "n_obligations",
-                "differs from the MANIFEST row",
-                expected=task["n_obligations"],
-                found=row["n_obligations"],
-            )
-        n = task["n_obligations"]
-        success = {"true": True, "false": False}.get(row["success"])
-        if success is None:
-            bad(number, "success", "not a boolean", expected="true or false", found=row["success"])
-        accepted = cost = None
-        try:
-            accepted = parse_int(
-                row["obligations_accepted"],
-                file=file,
-                row=number,
-                field="obligations_accepted",
-                maximum=n,
-            )
-        except AfbenchError as exc:
-            problems.extend(exc.problems)
-        try:
-            cost = parse_cost(row["cost_usd"], file=file, row=number, field="cost_usd")
-        except AfbenchError as exc:
-            problems.extend(exc.problems)
-        stop = row["stop_reason"]
-        if not stop.strip():
-            bad(number, "stop_reason", "empty value", expected="e.g. solved, gave_up")
-        if success is not None:
-            if success != (stop == "solved"):
-                bad(
-                    number,
-                    "stop_reason",
-                    "success must hold if and only if stop_reason is 'solved'",
-                    expected="solved" if success else "not solved",
-                    found=stop,
-                )
-            if success and accepted is not None and accepted != n:
-                bad(
-                    number,
-                    "obligations_accepted",
-                    "a success needs every obligation accepted",
-                    expected=n,
-                    found=accepted,
-                )
-        try:
-            finished = _parse_finished(row["finished_at"])
-        except ValueError:
-            finished = None
-            bad(
-                number,
-                "finished_at",
-                "not an ISO-8601 date or datetime",
-                expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                found=row["finished_at"],
-            )
-        for field in CONSTANT_FIELDS:
-            seen_values[field].append((row[field], number))
-        records.append(
-            {
-                "task_id": tid,
-                "source_id": task["source_id"],
-                "success": success,
-                "n_obligations": n,
-                "obligations_accepted": accepted,
-                "cost_usd": cost,
-                "stop_reason": stop,
-                "finished_at": finished,
-            }
+    task_ids = frame["task_id"]
+    repeat, first = first_rows(task_ids)
+    ids = list(manifest)
+    position = pd.Index(np.array(ids, dtype=object), dtype=object).get_indexer(
+        task_ids.to_numpy(dtype=object)
+    )
+    unknown = (position < 0) & ~repeat
+    rows_all = frame.index.tolist()
+    for i in repeat.nonzero()[0]:
+        bad(
+            [rows_all[i]],
+            [task_ids.iat[i]],
+            0,
+            "task_id",
+            f"duplicate task_id (first at row {first[i]})",
         )
-    missing = [tid for tid in manifest if tid not in first_row]
+    for i in unknown.nonzero()[0]:
+        bad([rows_all[i]], [task_ids.iat[i]], 0, "task_id", "unknown task_id (not in MANIFEST)")
+
+    valid = ~repeat & ~unknown
+    rows = frame[valid]
+    at = position[valid]
+    numbers = rows.index.tolist()
+    tasks = [manifest[ids[p]] for p in at.tolist()]
+    expected = {
+        "source_id": np.array([t["source_id"] for t in tasks], dtype=object),
+        "target_declaration": np.array([t["target_declaration"] for t in tasks], dtype=object),
+    }
+    n = [t["n_obligations"] for t in tasks]
+    for order, field in enumerate(("source_id", "target_declaration"), start=1):
+        actual = rows[field].to_numpy(dtype=object)
+        differs = (actual != expected[field]).nonzero()[0]
+        bad(
+            [numbers[i] for i in differs],
+            actual[differs].tolist(),
+            order,
+            field,
+            "differs from the MANIFEST row",
+            expected=expected[field][differs].tolist(),
+        )
+    actual = rows["n_obligations"].to_numpy(dtype=object)
+    differs = (actual != np.array([str(v) for v in n], dtype=object)).nonzero()[0]
+    bad(
+        [numbers[i] for i in differs],
+        actual[differs].tolist(),
+        3,
+        "n_obligations",
+        "differs from the MANIFEST row",
+        expected=[n[i] for i in differs],
+    )
+    success = [BOOLEANS.get(text) for text in rows["success"].tolist()]
+    not_bool = [i for i, value in enumerate(success) if value is None]
+    bad(
+        [numbers[i] for i in not_bool],
+        [rows["success"].iat[i] for i in not_bool],
+        4,
+        "success",
+        "not a boolean",
+        expected="true or false",
+    )
+    accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
+    cost = cost_column(rows["cost_usd"], found, 6, file=file)
+    stop = rows["stop_reason"].tolist()
+    empty = (rows["stop_reason"].str.strip() == "").to_numpy(dtype=bool).nonzero()[0]
+    for i in empty:
+        found.append(
+            (
+                numbers[i],
+                7,
+                Problem(
+                    "empty value",
+                    file=file,
+                    row=numbers[i],
+                    field="stop_reason",
+                    expected="e.g. solved, gave_up",
+                ),
+            )
+        )
+    for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
+        if won is None:
+            continue
+        if won != (reason == "solved"):
+            bad(
+                [numbers[i]],
+                [reason],
+                8,
+                "stop_reason",
+                "success must hold if and only if stop_reason is 'solved'",
+                expected="solved" if won else "not solved",
+            )
+        if won and got is not None and got != total:
+            bad(
+                [numbers[i]],
+                [got],
+                9,
+                "obligations_accepted",
+                "a success needs every obligation accepted",
+                expected=total,
+            )
+    finished = _finished_column(rows["finished_at"], found, 10, file)
+
+    after = []
+    present = set(task_ids.tolist())
+    missing = [tid for tid in ids if tid not in present]
     if missing:
-        problems.append(
+        after.append(
             Problem(
                 f"{len(missing)} MANIFEST task(s) missing: "
                 f"{', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}",
@@ -157,22 +225,24 @@ def parse_results(
             )
         )
     constants = {}
-    for field, values in seen_values.items():
-        if not values:
-            continue
-        counts = Counter(value for value, _ in values)
-        constants[field] = counts.most_common(1)[0][0]
-        for value, number in values:
-            if value != constants[field]:
-                bad(
-                    number,
-                    field,
+    for field in CONSTANT_FIELDS if len(rows) else ():
+        values = rows[field].to_numpy(dtype=object)
+        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
+        constants[field] = uniques[common]
+        for i in (codes != common).nonzero()[0]:
+            after.append(
+                Problem(
                     "must be constant within the file (most rows differ)",
+                    file=file,
+                    row=numbers[i],
+                    field=field,
                     expected=constants[field],
-                    found=value,
+                    found=values[i],
                 )
+            )
     if constants.get("source_condition", pinned_condition) != pinned_condition:
-        problems.append(
+        after.append(
             Problem(
                 "file's source condition differs from its pinned condition",
                 file=file,
@@ -181,7 +251,20 @@ def parse_results(
                 found=constants["source_condition"],
             )
         )
-    raise_if(problems)
+    raise_found(found, after)
+    columns = (
+        rows["task_id"].tolist(),
+        expected["source_id"].tolist(),
+        success,
+        n,
+        accepted,
+        cost,
+        stop,
+        finished,
+    )
+    records = [
+        dict(zip(RECORD_FIELDS, values, strict=True)) for values in zip(*columns, strict=True)
+    ]
     return records, constants, table.extra_columns
 
 
