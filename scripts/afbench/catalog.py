@@ -8,7 +8,15 @@ from collections import Counter
 
 from . import license_note
 from .config import file_for
-from .csvtable import first_rows, int_column, name_column, raise_found, read_table, text_column
+from .csvtable import (
+    first_rows,
+    int_column,
+    name_column,
+    paused_gc,
+    raise_found,
+    read_table,
+    text_column,
+)
 from .errors import AfbenchError, Problem, raise_if
 from .fetch import read_verified
 from .fsutil import check_name
@@ -33,35 +41,44 @@ SOURCES_FIELDS = ("source_id", "title", "authors", "license", "n_tasks")
 
 def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list[dict], list]:
     """The MANIFEST's tasks, checked column-wise; every problem in the file is reported."""
-    table = read_table(data, file, mapping)
-    frame, found = table.frame, []
-    ids_ok = name_column(frame["task_id"], found, 0, file=file)
-    name_column(frame["source_id"], found, 1, file=file)
-    text_column(frame["source_ref"], found, 2, file=file)
-    text_column(frame["target_declaration"], found, 3, file=file)
-    n_obligations = int_column(frame["n_obligations"], found, 4, file=file, minimum=1)
-    text_column(frame["workspace"], found, 5, file=file)
-    repeat, first = first_rows(frame["task_id"], keep=ids_ok)
-    for i in repeat.nonzero()[0]:
-        found.append(
-            (
-                int(frame.index[i]),
-                6,
-                Problem(
-                    f"duplicate task_id (first at row {first[i]})",
-                    file=file,
-                    row=int(frame.index[i]),
-                    field="task_id",
-                    found=frame["task_id"].iat[i],
-                ),
+    with paused_gc():
+        table = read_table(data, file, mapping)
+        frame, found = table.frame, []
+        ids_ok = name_column(frame["task_id"], found, 0, file=file)
+        name_column(frame["source_id"], found, 1, file=file)
+        text_column(frame["source_ref"], found, 2, file=file)
+        text_column(frame["target_declaration"], found, 3, file=file)
+        n_obligations = int_column(frame["n_obligations"], found, 4, file=file, minimum=1)
+        text_column(frame["workspace"], found, 5, file=file)
+        for i, first in first_rows(frame["task_id"], keep=ids_ok):
+            row = int(frame.index[i])
+            found.append(
+                (
+                    row,
+                    6,
+                    Problem(
+                        f"duplicate task_id (first at row {first})",
+                        file=file,
+                        row=row,
+                        field="task_id",
+                        found=frame["task_id"].iat[i],
+                    ),
+                )
             )
-        )
-    raise_found(found)
-    columns = [frame[field].tolist() for field in MANIFEST_FIELDS]
-    columns[MANIFEST_FIELDS.index("n_obligations")] = n_obligations
-    tasks = [
-        dict(zip(MANIFEST_FIELDS, values, strict=True)) for values in zip(*columns, strict=True)
-    ]
+        raise_found(found)
+        columns = [frame[field].tolist() for field in MANIFEST_FIELDS]
+        columns[MANIFEST_FIELDS.index("n_obligations")] = n_obligations
+        tasks = [
+            {
+                "task_id": task_id,
+                "source_id": source_id,
+                "source_ref": source_ref,
+                "target_declaration": target,
+                "n_obligations": n,
+                "workspace": workspace,
+            }
+            for task_id, source_id, source_ref, target, n, workspace in zip(*columns, strict=True)
+        ]
     return tasks, table.extra_columns
 
 
@@ -72,8 +89,7 @@ def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list
     ids_ok = name_column(frame["source_id"], found, 0, file=file)
     text_column(frame["title"], found, 1, file=file)
     n_tasks = int_column(frame["n_tasks"], found, 2, file=file)
-    repeat, _ = first_rows(frame["source_id"], keep=ids_ok)
-    for i in repeat.nonzero()[0]:
+    for i, _ in first_rows(frame["source_id"], keep=ids_ok):
         row = int(frame.index[i])
         found.append(
             (

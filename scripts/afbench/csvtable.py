@@ -15,25 +15,28 @@ value that ends in a newline."""
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import itertools
 import math
 import re
 from collections import Counter
 from collections.abc import Callable
+from contextlib import contextmanager
 from operator import itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import AfbenchError, Problem
 
 if TYPE_CHECKING:  # pandas is imported when a CSV is read: commands without one stay light
-    import numpy as np
     import pandas as pd
 
 MAX_FIELD = 100_000  # characters in one cell
 MAX_COLUMNS = 1_000  # the widest upstream file has 13
 MAX_ROWS = 1_000_000  # data rows; the release has 341 tasks (the benchmarks go to 34,100)
 MAX_SHOWN = 2_000  # characters of a header quoted in a message
+INT_LIMIT = 2**63 - 1  # a count beyond this is never real (and Python's int() caps digits)
+INT_DIGITS = len(str(INT_LIMIT))
 INTEGER = re.compile(r"[0-9]+")
 DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
@@ -68,33 +71,81 @@ def _shown(header: list[str]) -> object:
     return f"{text[:MAX_SHOWN]}... ({len(header)} columns)"
 
 
+def _too_wide(file: str, width: int) -> AfbenchError:
+    return AfbenchError(
+        "too many columns in header",
+        file=file,
+        row=1,
+        expected=f"at most {MAX_COLUMNS}",
+        found=width,
+    )
+
+
+def _too_long(file: str) -> AfbenchError:
+    return AfbenchError(
+        "too many rows", file=file, expected=f"at most {MAX_ROWS} data rows", found="more"
+    )
+
+
+def _split_plain(text: str, file: str) -> list[list[str]] | None:
+    """Text without a quote character, without a blank line or a lone CR, whose every line has
+    the header's number of fields: its cells, column by column (the header first), by plain
+    splitting, which is what the strict reader gives for such text, many times faster. None
+    for any other text: the strict reader reads it (and words any refusal)."""
+    if '"' in text or not text:
+        return None
+    if "\r" in text:
+        if text.count("\r") != text.count("\r\n"):
+            return None
+        text = text.replace("\r\n", "\n")
+    text = text.removesuffix("\n")
+    if not text or text.startswith("\n") or text.endswith("\n") or "\n\n" in text:
+        return None
+    lines = text.split("\n")
+    if max(map(len, lines)) > MAX_FIELD:
+        return None
+    width = lines[0].count(",") + 1
+    if width > MAX_COLUMNS:
+        raise _too_wide(file, width)
+    if len(lines) - 1 > MAX_ROWS:
+        raise _too_long(file)
+    if any(line.count(",") != width - 1 for line in lines):
+        return None
+    cells = text.replace("\n", ",").split(",")
+    return [cells[i::width] for i in range(width)]
+
+
 def _tokenise(text: str, file: str) -> tuple[list[str], list[list[str]]]:
     old_limit = csv.field_size_limit(MAX_FIELD)
     try:
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         header = next(reader, [])
         if len(header) > MAX_COLUMNS:
-            raise AfbenchError(
-                "too many columns in header",
-                file=file,
-                row=1,
-                expected=f"at most {MAX_COLUMNS}",
-                found=len(header),
-            )
+            raise _too_wide(file, len(header))
         body = list(itertools.islice(reader, MAX_ROWS + 1))
     except csv.Error as exc:
         raise AfbenchError(f"malformed CSV: {exc}", file=file) from None
     finally:
         csv.field_size_limit(old_limit)
     if len(body) > MAX_ROWS:
-        raise AfbenchError(
-            "too many rows", file=file, expected=f"at most {MAX_ROWS} data rows", found="more"
-        )
+        raise _too_long(file)
     return header, body
 
 
+@contextmanager
+def paused_gc():
+    """No cyclic garbage collection while hundreds of thousands of cells (acyclic strings and
+    lists) are made: the collector would otherwise walk them again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
-    import numpy as np
     import pandas as pd
 
     try:
@@ -106,7 +157,14 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise AfbenchError(f"NUL character on line {line}; not a text CSV", file=file, row=line)
-    raw_header, body = _tokenise(text, file)
+    plain = _split_plain(text, file)
+    if plain is not None:
+        raw_header, body = [column[0] for column in plain], None
+        count = len(plain[0]) - 1
+    else:
+        raw_header, body = _tokenise(text, file)
+        count = len(body)
+    del text
     if not any(raw_header):
         raise AfbenchError("empty file: no header row", file=file)
     header = [name.strip() for name in raw_header]
@@ -135,28 +193,25 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
             ]
         )
     width = len(header)
-    lengths = np.fromiter(map(len, body), dtype=np.int64, count=len(body))
-    wrong = np.flatnonzero(lengths != width)
-    if wrong.size:
-        raise AfbenchError(
-            problems=[
-                Problem(
-                    "wrong number of fields",
-                    file=file,
-                    row=int(i) + 2,
-                    expected=width,
-                    found=int(lengths[i]),
-                )
-                for i in wrong
-            ]
-        )
+    if body is not None:
+        wrong = [(number, len(r)) for number, r in enumerate(body, 2) if len(r) != width]
+        if wrong:
+            raise AfbenchError(
+                problems=[
+                    Problem(
+                        "wrong number of fields", file=file, row=row, expected=width, found=found
+                    )
+                    for row, found in wrong
+                ]
+            )
     position = {name: i for i, name in enumerate(header)}
-    columns = {}
-    for ours, theirs in mapping.items():
-        values = np.empty(len(body), dtype=object)
-        values[:] = list(map(itemgetter(position[theirs]), body))
-        columns[ours] = values
-    frame = pd.DataFrame(columns, index=pd.RangeIndex(2, len(body) + 2), copy=False)
+    columns = {
+        ours: plain[position[theirs]][1:]
+        if plain is not None
+        else list(map(itemgetter(position[theirs]), body))
+        for ours, theirs in mapping.items()
+    }
+    frame = pd.DataFrame(columns, index=pd.RangeIndex(2, count + 2), dtype=object)
     mapped = set(mapping.values())
     return Table(file, header, frame, [h for h in header if h not in mapped])
 
@@ -173,9 +228,12 @@ def parse_int(
             expected="digits only",
             found=text,
         )
-    value = int(text)
-    if value < minimum or (maximum is not None and value > maximum):
+    top = INT_LIMIT if maximum is None else maximum
+    value = int(text) if len(text.lstrip("0")) <= INT_DIGITS else top + 1
+    if value < minimum or value > top:
         bound = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+        if value > INT_LIMIT:
+            bound = f"{minimum}..{maximum if maximum is not None else INT_LIMIT}"
         raise AfbenchError(
             "number out of range", file=file, row=row, field=field, expected=bound, found=text
         )
@@ -206,23 +264,44 @@ def require_text(text: str, *, file: str, row: int, field: str) -> str:
     return text
 
 
-# Column-wise forms of the rules above. Each returns the parsed values (None where a value is
-# refused) and appends (row, order, Problem) for every refused value, the Problem made by the
-# scalar helper itself.
+# Column-wise forms of the rules above, on a column of the table's frame (its index: the row
+# numbers). Each returns the parsed values (None where refused), or the mask of acceptable
+# rows, and appends (row, order, Problem) for every refused value to `found`, the Problem made
+# by the scalar helper of the same rule. Low-cardinality columns are checked once per distinct
+# value.
 
 Found = list[tuple[int, int, Problem]]
 
 
-def _refusals(
-    found: Found, order: int, column: pd.Series, bad: np.ndarray, check: Callable[..., object]
+def per_distinct(texts: list[str], parse: Callable[[str], object]) -> list:
+    if len(texts) < 64:
+        return [parse(text) for text in texts]
+    import pandas as pd
+
+    distinct = pd.unique(pd.Series(texts, dtype=object)).tolist()
+    if len(distinct) > len(texts) // 4:
+        return [parse(text) for text in texts]
+    known = {text: parse(text) for text in distinct}
+    return [known[text] for text in texts]
+
+
+def _refuse(
+    found: Found,
+    order: int,
+    column: pd.Series,
+    bad: list[int],
+    check: Callable[[str, int, int], object],
 ) -> None:
-    for row, text in zip(column.index[bad].tolist(), column.array[bad], strict=True):
+    """The scalar rule's own problem for each refused position."""
+    rows, texts = column.index, column.array
+    for i in bad:
+        row = int(rows[i])
         try:
-            check(text, row)
+            check(texts[i], row, i)
         except AfbenchError as exc:
             found.extend((row, order, problem) for problem in exc.problems)
         else:  # the column-wise rule and the scalar one disagree: never accept silently
-            raise AssertionError(f"{column.name} row {row}: {text!r} passed the scalar check")
+            raise AssertionError(f"{column.name} row {row}: {texts[i]!r} passed the scalar check")
 
 
 def int_column(
@@ -236,112 +315,118 @@ def int_column(
 ) -> list[int | None]:
     """Whole numbers, digits only, minimum <= value (<= maximum, one bound per row). Python
     ints, not int64: a cell of 30 digits is out of range, never wrapped around."""
-    import numpy as np
+    match = INTEGER.fullmatch
 
-    digits = column.str.fullmatch(INTEGER).to_numpy(dtype=bool)
-    values = [int(text) if ok else None for text, ok in zip(column.array, digits, strict=True)]
-    limits = [None] * len(values) if maximum is None else maximum
-    ok = np.fromiter(
-        (
-            v is not None and v >= minimum and (top is None or v <= top)
-            for v, top in zip(values, limits, strict=True)
-        ),
-        dtype=bool,
-        count=len(values),
-    )
-    if not ok.all():
-        at = dict(zip(column.index.tolist(), limits, strict=True))
-        _refusals(
+    def parse(text: str) -> int | None:
+        if not match(text) or len(text.lstrip("0")) > INT_DIGITS:
+            return None
+        value = int(text)
+        return value if minimum <= value <= INT_LIMIT else None
+
+    values = per_distinct(column.tolist(), parse)
+    if maximum is None:
+        bad = [i for i, value in enumerate(values) if value is None]
+    else:
+        bad = [
+            i
+            for i, (value, top) in enumerate(zip(values, maximum, strict=True))
+            if value is None or value > top
+        ]
+    if bad:
+        _refuse(
             found,
             order,
             column,
-            ~ok,
-            lambda text, row: parse_int(
-                text, file=file, row=row, field=column.name, minimum=minimum, maximum=at[row]
+            bad,
+            lambda text, row, i: parse_int(
+                text,
+                file=file,
+                row=row,
+                field=column.name,
+                minimum=minimum,
+                maximum=None if maximum is None else maximum[i],
             ),
         )
-        for i in np.flatnonzero(~ok):
+        for i in bad:
             values[i] = None
     return values
 
 
 def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> list[float | None]:
     """Finite, non-negative decimals."""
-    import numpy as np
-
-    ok = column.str.fullmatch(DECIMAL).to_numpy(dtype=bool)
-    values = [float(text) if good else None for text, good in zip(column.array, ok, strict=True)]
-    finite = np.isfinite(np.array([math.inf if v is None else v for v in values], dtype=float))
-    bad = ~(ok & finite)
-    if bad.any():
-        _refusals(
+    match = DECIMAL.fullmatch
+    values = [float(text) if match(text) else None for text in column.tolist()]
+    bad = [i for i, value in enumerate(values) if value is None or value == math.inf]
+    if bad:
+        _refuse(
             found,
             order,
             column,
             bad,
-            lambda text, row: parse_cost(text, file=file, row=row, field=column.name),
+            lambda text, row, i: parse_cost(text, file=file, row=row, field=column.name),
         )
-        for i in np.flatnonzero(bad):
+        for i in bad:
             values[i] = None
     return values
 
 
-def text_column(column: pd.Series, found: Found, order: int, *, file: str) -> np.ndarray:
-    """Non-empty text (not only white space); returns the mask of acceptable rows."""
-    ok = (column.str.strip() != "").to_numpy(dtype=bool)
-    if not ok.all():
-        _refusals(
+def text_column(column: pd.Series, found: Found, order: int, *, file: str) -> None:
+    """Non-empty text (not only white space)."""
+    bad = [i for i, text in enumerate(column.tolist()) if not text.strip()]
+    if bad:
+        _refuse(
             found,
             order,
             column,
-            ~ok,
-            lambda text, row: require_text(text, file=file, row=row, field=column.name),
+            bad,
+            lambda text, row, i: require_text(text, file=file, row=row, field=column.name),
         )
-    return ok
 
 
 def name_column(
     column: pd.Series, found: Found, order: int, *, file: str, max_length: int = 200
-) -> np.ndarray:
+) -> list[bool]:
     """Values that become path components or argv elements (fsutil.check_name, column-wise);
-    returns the mask of acceptable rows."""
+    returns which rows are acceptable."""
     from .fsutil import SAFE_NAME, check_name
 
-    ok = (
-        column.str.fullmatch(SAFE_NAME)
-        & ~column.str.contains("..", regex=False)
-        & (column.str.len() <= max_length)
-    ).to_numpy(dtype=bool)
-    if not ok.all():
-        _refusals(
+    match = SAFE_NAME.fullmatch
+    ok = per_distinct(
+        column.tolist(),
+        lambda text: bool(match(text)) and ".." not in text and len(text) <= max_length,
+    )
+    bad = [i for i, good in enumerate(ok) if not good]
+    if bad:
+        _refuse(
             found,
             order,
             column,
-            ~ok,
-            lambda text, row: check_name(text, column.name, file=file, row=row),
+            bad,
+            lambda text, row, i: check_name(text, column.name, file=file, row=row),
         )
     return ok
 
 
-def first_rows(column: pd.Series, keep: np.ndarray | None = None) -> tuple[np.ndarray, list]:
-    """For each row: is it a repeat of an earlier value (among `keep` rows), and the row number
-    of that value's first occurrence."""
+def first_rows(column: pd.Series, keep: list[bool] | None = None) -> list[tuple[int, int]]:
+    """(position, row number of the value's first occurrence) for every row that repeats an
+    earlier value (among the `keep` rows)."""
     import numpy as np
     import pandas as pd
 
-    values = column if keep is None else column[keep]
-    codes, _ = pd.factorize(values.to_numpy(dtype=object), use_na_sentinel=False)
-    first = np.full(codes.max() + 1 if codes.size else 0, -1, dtype=np.int64)
-    first[codes[::-1]] = np.arange(codes.size - 1, -1, -1)  # the earliest write wins
-    positions = first[codes]
-    repeat = positions != np.arange(codes.size)
-    rows = values.index.to_numpy()
-    repeat_full = np.zeros(len(column), dtype=bool)
-    first_full = np.zeros(len(column), dtype=np.int64)
-    where = np.arange(len(column)) if keep is None else np.flatnonzero(keep)
-    repeat_full[where] = repeat
-    first_full[where] = rows[positions]
-    return repeat_full, first_full.tolist()
+    values = column.to_numpy(dtype=object)
+    positions = np.arange(len(values)) if keep is None else np.flatnonzero(keep)
+    if keep is not None:
+        values = values[positions]
+    codes, _ = pd.factorize(values, use_na_sentinel=False)
+    repeat = pd.Series(codes).duplicated(keep="first").to_numpy()
+    if not repeat.any():
+        return []
+    first = np.full(codes.max() + 1, -1, dtype=np.int64)
+    first[codes[::-1]] = positions[::-1]  # the earliest position wins
+    rows = column.index
+    return [
+        (int(p), int(rows[first[c]])) for p, c in zip(positions[repeat], codes[repeat], strict=True)
+    ]
 
 
 def raise_found(found: Found, after: list[Problem] = ()) -> None:

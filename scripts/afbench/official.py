@@ -10,7 +10,15 @@ from . import license_note
 from .budget import budget_audit
 from .catalog import load_release_tasks, release_header
 from .config import file_for, missing_pin_error
-from .csvtable import cost_column, first_rows, int_column, raise_found, read_table
+from .csvtable import (
+    cost_column,
+    first_rows,
+    int_column,
+    paused_gc,
+    per_distinct,
+    raise_found,
+    read_table,
+)
 from .errors import AfbenchError, Problem, raise_if
 from .fetch import read_verified
 
@@ -37,31 +45,21 @@ def _parse_finished(text: str) -> str | None:
 
 
 BOOLEANS = {"true": True, "false": False}
-RECORD_FIELDS = (
-    "task_id",
-    "source_id",
-    "success",
-    "n_obligations",
-    "obligations_accepted",
-    "cost_usd",
-    "stop_reason",
-    "finished_at",
-)
 
 
-def _finished_column(column, found, order: int, file: str) -> list[str | None]:
-    """finished_at: ISO-8601 date or datetime, or empty (unknown). Each distinct value is
-    parsed once."""
-    verdict = {}
-    for text in column.unique().tolist():
+def _finished_column(column, found: list, order: int, file: str) -> list[str | None]:
+    """finished_at: ISO-8601 date or datetime, or empty (unknown)."""
+
+    def parse(text: str) -> tuple[bool, str | None]:
         try:
-            verdict[text] = (True, _parse_finished(text))
+            return True, _parse_finished(text)
         except ValueError:
-            verdict[text] = (False, None)
-    values = []
-    for row, text in zip(column.index.tolist(), column.tolist(), strict=True):
-        ok, value = verdict[text]
+            return False, None
+
+    parsed = per_distinct(column.tolist(), parse)
+    for i, (ok, _) in enumerate(parsed):
         if not ok:
+            row = int(column.index[i])
             found.append(
                 (
                     row,
@@ -72,12 +70,11 @@ def _finished_column(column, found, order: int, file: str) -> list[str | None]:
                         row=row,
                         field="finished_at",
                         expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                        found=text,
+                        found=column.iat[i],
                     ),
                 )
             )
-        values.append(value)
-    return values
+    return [value for _, value in parsed]
 
 
 def parse_results(
@@ -91,6 +88,11 @@ def parse_results(
 
     Checked column-wise (pandas); the problems come out in row order and, within a row, in
     the order of the checks, followed by the file-level ones."""
+    with paused_gc():
+        return _parse_results(data, file, mapping, manifest, pinned_condition)
+
+
+def _parse_results(data, file, mapping, manifest, pinned_condition):
     import numpy as np
     import pandas as pd
 
@@ -98,117 +100,84 @@ def parse_results(
     frame = table.frame
     found: list = []
 
-    def bad(rows, values, order, field, message, expected=None):
-        """One problem per row in `rows` (found = the row's value, expected per row or one)."""
-        per_row = isinstance(expected, list)
-        for i, (row, value) in enumerate(zip(rows, values, strict=True)):
-            want = expected[i] if per_row else expected
-            found.append(
-                (
-                    row,
-                    order,
-                    Problem(message, file=file, row=row, field=field, expected=want, found=value),
-                )
+    def bad(row: int, order: int, field: str, message: str, expected=None, value=None):
+        found.append(
+            (
+                row,
+                order,
+                Problem(message, file=file, row=row, field=field, expected=expected, found=value),
             )
+        )
 
     task_ids = frame["task_id"]
-    repeat, first = first_rows(task_ids)
     ids = list(manifest)
-    position = pd.Index(np.array(ids, dtype=object), dtype=object).get_indexer(
-        task_ids.to_numpy(dtype=object)
-    )
-    unknown = (position < 0) & ~repeat
-    rows_all = frame.index.tolist()
-    for i in repeat.nonzero()[0]:
+    position = pd.Index(ids, dtype=object).get_indexer(task_ids.to_numpy(dtype=object))
+    valid = position >= 0
+    for i, first in first_rows(task_ids):
+        valid[i] = False
+        position[i] = -2  # reported as a duplicate, not as unknown
         bad(
-            [rows_all[i]],
-            [task_ids.iat[i]],
+            int(frame.index[i]),
             0,
             "task_id",
-            f"duplicate task_id (first at row {first[i]})",
+            f"duplicate task_id (first at row {first})",
+            value=task_ids.iat[i],
         )
-    for i in unknown.nonzero()[0]:
-        bad([rows_all[i]], [task_ids.iat[i]], 0, "task_id", "unknown task_id (not in MANIFEST)")
-
-    valid = ~repeat & ~unknown
-    rows = frame[valid]
-    at = position[valid]
-    numbers = rows.index.tolist()
-    tasks = [manifest[ids[p]] for p in at.tolist()]
-    expected = {
-        "source_id": np.array([t["source_id"] for t in tasks], dtype=object),
-        "target_declaration": np.array([t["target_declaration"] for t in tasks], dtype=object),
-    }
-    n = [t["n_obligations"] for t in tasks]
-    for order, field in enumerate(("source_id", "target_declaration"), start=1):
-        actual = rows[field].to_numpy(dtype=object)
-        differs = (actual != expected[field]).nonzero()[0]
+    for i in np.flatnonzero(position == -1).tolist():
         bad(
-            [numbers[i] for i in differs],
-            actual[differs].tolist(),
-            order,
-            field,
-            "differs from the MANIFEST row",
-            expected=expected[field][differs].tolist(),
+            int(frame.index[i]),
+            0,
+            "task_id",
+            "unknown task_id (not in MANIFEST)",
+            value=task_ids.iat[i],
         )
-    actual = rows["n_obligations"].to_numpy(dtype=object)
-    differs = (actual != np.array([str(v) for v in n], dtype=object)).nonzero()[0]
-    bad(
-        [numbers[i] for i in differs],
-        actual[differs].tolist(),
-        3,
-        "n_obligations",
-        "differs from the MANIFEST row",
-        expected=[n[i] for i in differs],
-    )
+
+    rows = frame if valid.all() else frame[valid]
+    numbers = rows.index.tolist()
+    tasks = [manifest[ids[p]] for p in position[valid].tolist()]
+    source_ids = [t["source_id"] for t in tasks]
+    n = [t["n_obligations"] for t in tasks]
+    expected = {
+        "source_id": source_ids,
+        "target_declaration": [t["target_declaration"] for t in tasks],
+    }
+    for order, field in enumerate(("source_id", "target_declaration"), start=1):
+        for i, (want, got) in enumerate(zip(expected[field], rows[field].tolist(), strict=True)):
+            if want != got:
+                bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
+    as_text = {value: str(value) for value in set(n)}
+    for i, (want, got) in enumerate(zip(n, rows["n_obligations"].tolist(), strict=True)):
+        if as_text[want] != got:
+            bad(numbers[i], 3, "n_obligations", "differs from the MANIFEST row", want, got)
     success = [BOOLEANS.get(text) for text in rows["success"].tolist()]
-    not_bool = [i for i, value in enumerate(success) if value is None]
-    bad(
-        [numbers[i] for i in not_bool],
-        [rows["success"].iat[i] for i in not_bool],
-        4,
-        "success",
-        "not a boolean",
-        expected="true or false",
-    )
+    for i, won in enumerate(success):
+        if won is None:
+            bad(numbers[i], 4, "success", "not a boolean", "true or false", rows["success"].iat[i])
     accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
     cost = cost_column(rows["cost_usd"], found, 6, file=file)
     stop = rows["stop_reason"].tolist()
-    empty = (rows["stop_reason"].str.strip() == "").to_numpy(dtype=bool).nonzero()[0]
-    for i in empty:
-        found.append(
-            (
-                numbers[i],
-                7,
-                Problem(
-                    "empty value",
-                    file=file,
-                    row=numbers[i],
-                    field="stop_reason",
-                    expected="e.g. solved, gave_up",
-                ),
-            )
-        )
     for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
+        if not reason.strip():
+            bad(numbers[i], 7, "stop_reason", "empty value", "e.g. solved, gave_up")
         if won is None:
             continue
         if won != (reason == "solved"):
             bad(
-                [numbers[i]],
-                [reason],
+                numbers[i],
                 8,
                 "stop_reason",
                 "success must hold if and only if stop_reason is 'solved'",
-                expected="solved" if won else "not solved",
+                "solved" if won else "not solved",
+                reason,
             )
         if won and got is not None and got != total:
             bad(
-                [numbers[i]],
-                [got],
+                numbers[i],
                 9,
                 "obligations_accepted",
                 "a success needs every obligation accepted",
-                expected=total,
+                total,
+                got,
             )
     finished = _finished_column(rows["finished_at"], found, 10, file)
 
@@ -225,12 +194,12 @@ def parse_results(
             )
         )
     constants = {}
-    for field in CONSTANT_FIELDS if len(rows) else ():
+    for field in CONSTANT_FIELDS if numbers else ():
         values = rows[field].to_numpy(dtype=object)
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
         common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
         constants[field] = uniques[common]
-        for i in (codes != common).nonzero()[0]:
+        for i in np.flatnonzero(codes != common).tolist():
             after.append(
                 Problem(
                     "must be constant within the file (most rows differ)",
@@ -252,18 +221,28 @@ def parse_results(
             )
         )
     raise_found(found, after)
-    columns = (
-        rows["task_id"].tolist(),
-        expected["source_id"].tolist(),
-        success,
-        n,
-        accepted,
-        cost,
-        stop,
-        finished,
-    )
     records = [
-        dict(zip(RECORD_FIELDS, values, strict=True)) for values in zip(*columns, strict=True)
+        {
+            "task_id": task_id,
+            "source_id": source_id,
+            "success": won,
+            "n_obligations": total,
+            "obligations_accepted": got,
+            "cost_usd": usd,
+            "stop_reason": reason,
+            "finished_at": when,
+        }
+        for task_id, source_id, won, total, got, usd, reason, when in zip(
+            rows["task_id"].tolist(),
+            source_ids,
+            success,
+            n,
+            accepted,
+            cost,
+            stop,
+            finished,
+            strict=True,
+        )
     ]
     return records, constants, table.extra_columns
 
