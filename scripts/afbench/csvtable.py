@@ -87,9 +87,9 @@ def _too_long(file: str) -> AfbenchError:
     )
 
 
-def _split_plain(text: str, file: str) -> list[list[str]] | None:
+def _split_plain(text: str, file: str) -> tuple[list[str], int] | None:
     """Text without a quote character, without a blank line or a lone CR, whose every line has
-    the header's number of fields: its cells, column by column (the header first), by plain
+    the header's number of fields: its cells, row after row, and the width, by plain
     splitting, which is what the strict reader gives for such text, many times faster. None
     for any other text: the strict reader reads it (and words any refusal)."""
     if '"' in text or not text:
@@ -111,8 +111,7 @@ def _split_plain(text: str, file: str) -> list[list[str]] | None:
         raise _too_long(file)
     if any(line.count(",") != width - 1 for line in lines):
         return None
-    cells = text.replace("\n", ",").split(",")
-    return [cells[i::width] for i in range(width)]
+    return text.replace("\n", ",").split(","), width
 
 
 def _tokenise(text: str, file: str) -> tuple[list[str], list[list[str]]]:
@@ -146,6 +145,7 @@ def paused_gc():
 
 
 def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
+    import numpy as np
     import pandas as pd
 
     try:
@@ -159,12 +159,11 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
         raise AfbenchError(f"NUL character on line {line}; not a text CSV", file=file, row=line)
     plain = _split_plain(text, file)
     if plain is not None:
-        raw_header, body = [column[0] for column in plain], None
-        count = len(plain[0]) - 1
+        cells, width = plain
+        raw_header, body = cells[:width], None
     else:
         raw_header, body = _tokenise(text, file)
-        count = len(body)
-    del text
+    del text, plain
     if not any(raw_header):
         raise AfbenchError("empty file: no header row", file=file)
     header = [name.strip() for name in raw_header]
@@ -204,14 +203,24 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
                     for row, found in wrong
                 ]
             )
+    # one 2-D block of Python strings; the frame's columns are our fields, in mapping order
+    if body is None:
+        block = np.array(cells, dtype=object).reshape(-1, width)[1:]
+        del cells
+    else:
+        block = np.array(body, dtype=object) if body else np.empty((0, width), dtype=object)
+        del body
     position = {name: i for i, name in enumerate(header)}
-    columns = {
-        ours: plain[position[theirs]][1:]
-        if plain is not None
-        else list(map(itemgetter(position[theirs]), body))
-        for ours, theirs in mapping.items()
-    }
-    frame = pd.DataFrame(columns, index=pd.RangeIndex(2, count + 2), dtype=object)
+    take = [position[theirs] for theirs in mapping.values()]
+    if take != list(range(width)):
+        block = block[:, take]
+    frame = pd.DataFrame(
+        block,
+        columns=list(mapping),
+        index=pd.RangeIndex(2, len(block) + 2),
+        dtype=object,
+        copy=False,
+    )
     mapped = set(mapping.values())
     return Table(file, header, frame, [h for h in header if h not in mapped])
 
@@ -274,15 +283,13 @@ Found = list[tuple[int, int, Problem]]
 
 
 def per_distinct(texts: list[str], parse: Callable[[str], object]) -> list:
-    if len(texts) < 64:
-        return [parse(text) for text in texts]
-    import pandas as pd
-
-    distinct = pd.unique(pd.Series(texts, dtype=object)).tolist()
+    """[parse(text) for text in texts], parsing each distinct value once when few are."""
+    distinct = dict.fromkeys(texts)
     if len(distinct) > len(texts) // 4:
         return [parse(text) for text in texts]
-    known = {text: parse(text) for text in distinct}
-    return [known[text] for text in texts]
+    for text in distinct:
+        distinct[text] = parse(text)
+    return list(map(distinct.__getitem__, texts))
 
 
 def _refuse(
@@ -323,7 +330,7 @@ def int_column(
         value = int(text)
         return value if minimum <= value <= INT_LIMIT else None
 
-    values = per_distinct(column.tolist(), parse)
+    values = per_distinct(column.to_numpy().tolist(), parse)
     if maximum is None:
         bad = [i for i, value in enumerate(values) if value is None]
     else:
@@ -355,7 +362,7 @@ def int_column(
 def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> list[float | None]:
     """Finite, non-negative decimals."""
     match = DECIMAL.fullmatch
-    values = [float(text) if match(text) else None for text in column.tolist()]
+    values = [float(text) if match(text) else None for text in column.to_numpy().tolist()]
     bad = [i for i, value in enumerate(values) if value is None or value == math.inf]
     if bad:
         _refuse(
@@ -372,7 +379,7 @@ def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> li
 
 def text_column(column: pd.Series, found: Found, order: int, *, file: str) -> None:
     """Non-empty text (not only white space)."""
-    bad = [i for i, text in enumerate(column.tolist()) if not text.strip()]
+    bad = [i for i, text in enumerate(column.to_numpy().tolist()) if not text.strip()]
     if bad:
         _refuse(
             found,
@@ -392,7 +399,7 @@ def name_column(
 
     match = SAFE_NAME.fullmatch
     ok = per_distinct(
-        column.tolist(),
+        column.to_numpy().tolist(),
         lambda text: bool(match(text)) and ".." not in text and len(text) <= max_length,
     )
     bad = [i for i, good in enumerate(ok) if not good]
@@ -417,6 +424,8 @@ def first_rows(column: pd.Series, keep: list[bool] | None = None) -> list[tuple[
     positions = np.arange(len(values)) if keep is None else np.flatnonzero(keep)
     if keep is not None:
         values = values[positions]
+    if len(set(values.tolist())) == len(values):
+        return []
     codes, _ = pd.factorize(values, use_na_sentinel=False)
     repeat = pd.Series(codes).duplicated(keep="first").to_numpy()
     if not repeat.any():

@@ -56,7 +56,7 @@ def _finished_column(column, found: list, order: int, file: str) -> list[str | N
         except ValueError:
             return False, None
 
-    parsed = per_distinct(column.tolist(), parse)
+    parsed = per_distinct(column.to_numpy().tolist(), parse)
     for i, (ok, _) in enumerate(parsed):
         if not ok:
             row = int(column.index[i])
@@ -133,7 +133,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         )
 
     rows = frame if valid.all() else frame[valid]
-    numbers = rows.index.tolist()
+    numbers = rows.index.to_numpy().tolist()
     tasks = [manifest[ids[p]] for p in position[valid].tolist()]
     source_ids = [t["source_id"] for t in tasks]
     n = [t["n_obligations"] for t in tasks]
@@ -142,20 +142,22 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         "target_declaration": [t["target_declaration"] for t in tasks],
     }
     for order, field in enumerate(("source_id", "target_declaration"), start=1):
-        for i, (want, got) in enumerate(zip(expected[field], rows[field].tolist(), strict=True)):
+        for i, (want, got) in enumerate(
+            zip(expected[field], rows[field].to_numpy().tolist(), strict=True)
+        ):
             if want != got:
                 bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
     as_text = {value: str(value) for value in set(n)}
-    for i, (want, got) in enumerate(zip(n, rows["n_obligations"].tolist(), strict=True)):
+    for i, (want, got) in enumerate(zip(n, rows["n_obligations"].to_numpy().tolist(), strict=True)):
         if as_text[want] != got:
             bad(numbers[i], 3, "n_obligations", "differs from the MANIFEST row", want, got)
-    success = [BOOLEANS.get(text) for text in rows["success"].tolist()]
+    success = [BOOLEANS.get(text) for text in rows["success"].to_numpy().tolist()]
     for i, won in enumerate(success):
         if won is None:
             bad(numbers[i], 4, "success", "not a boolean", "true or false", rows["success"].iat[i])
     accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
     cost = cost_column(rows["cost_usd"], found, 6, file=file)
-    stop = rows["stop_reason"].tolist()
+    stop = rows["stop_reason"].to_numpy().tolist()
     for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
         if not reason.strip():
             bad(numbers[i], 7, "stop_reason", "empty value", "e.g. solved, gave_up")
@@ -182,7 +184,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
     finished = _finished_column(rows["finished_at"], found, 10, file)
 
     after = []
-    present = set(task_ids.tolist())
+    present = set(task_ids.to_numpy().tolist())
     missing = [tid for tid in ids if tid not in present]
     if missing:
         after.append(
@@ -196,6 +198,10 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
     constants = {}
     for field in CONSTANT_FIELDS if numbers else ():
         values = rows[field].to_numpy(dtype=object)
+        listed = values.tolist()
+        if listed.count(listed[0]) == len(listed):
+            constants[field] = listed[0]
+            continue
         codes, uniques = pd.factorize(values, use_na_sentinel=False)
         common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
         constants[field] = uniques[common]
@@ -233,7 +239,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             "finished_at": when,
         }
         for task_id, source_id, won, total, got, usd, reason, when in zip(
-            rows["task_id"].tolist(),
+            rows["task_id"].to_numpy().tolist(),
             source_ids,
             success,
             n,
