@@ -1,11 +1,13 @@
 # One command sets up and runs: `make demo` (pipeline on the embedded demo release, offline),
-# `make test` (the test suite). Only python3 (>= 3.11) and make are needed.
+# `make test` (the test suite). Only python3 (>= 3.11), make and git are needed.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.afbench-installed
+# the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
+ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test lint bench clean
+.PHONY: setup demo official test lint format bench clean
 
 setup: $(STAMP)
 
@@ -15,20 +17,26 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 demo: setup
-	$(BIN)/snakemake --profile profiles/default
+	$(ACTIVATE) snakemake --profile profiles/default
 
 official: setup
-	$(BIN)/snakemake --profile profiles/default --configfile config/config.yaml
+	$(ACTIVATE) snakemake --profile profiles/default --configfile config/config.yaml
 
 test: setup
-	$(BIN)/python -m pytest
+	$(ACTIVATE) python -m pytest
 
 lint: setup
 	$(BIN)/ruff check scripts tests bench
-	$(BIN)/snakemake --profile profiles/default --lint
+	$(BIN)/ruff format --check scripts tests bench
+	$(BIN)/snakefmt --check workflow
+	$(ACTIVATE) snakemake --profile profiles/default --lint
+
+format: setup
+	$(BIN)/ruff format scripts tests bench
+	$(BIN)/snakefmt workflow
 
 bench: setup
-	$(BIN)/python bench/run.py
+	$(ACTIVATE) python bench/run.py
 
 clean:
 	rm -rf results .snakemake

@@ -1,51 +1,89 @@
-"""The single-process baseline: all of the pipeline's work in one Python process through the
-package, no Snakemake. Usage: python bench/baseline.py CONFIG [CONFIG ...]"""
+"""The single-process baseline: all of the pipeline's work in one Python process, calling the
+afbench library's stage functions directly (no Snakemake, no CLI). Artifacts go to OUT.
+Usage: python bench/baseline.py OUT CONFIG [CONFIG ...]"""
 
 from __future__ import annotations
 
 import sys
 import time
-from argparse import Namespace
 from pathlib import Path
 
 
-def main(paths: list[str]) -> None:
+def main(out: str, config_paths: list[str]) -> None:
     start = time.perf_counter()
-    from afbench import commands
+    from afbench import analysis, catalog, config, fetch, figures, official, plan, release, report
+    from afbench.fsutil import write_json
 
-    common = {"config": paths, "config_json": None}
-    commands.cmd_fetch(Namespace(**common, only=None))
-    commands.cmd_tasks(
-        Namespace(
-            **common,
-            catalog_only=False,
-            selection=None,
-            name=None,
-            task=None,
-            book=None,
-            limit=None,
-        )
+    cfg = config.load_config([Path(p) for p in config_paths])
+    root = Path(out)
+    pins = config.pinned_files(cfg)
+    unpinned = [f for f in config.release_files(cfg) if not f.sha256]
+    receipt = fetch.fetch_release(cfg["release"], cfg["source"], pins, unpinned, root / "release")
+    write_json(root / "release/receipt.json", receipt)
+    entries, identity = release.collect_verified([("receipt", receipt)])
+
+    def verified(key: str):
+        return release.read_entry(entries, key, root / "release" / entries[key][0]["path"])
+
+    tasks = catalog.build_catalog(
+        verified("manifest"),
+        verified("sources"),
+        cfg["columns"],
+        cfg["release"]["expected_counts"],
+        identity,
+        release.license_of(identity),
     )
-    if commands.load_config([Path(p) for p in paths])["plans"]["items"]:
-        commands.cmd_plan(
-            Namespace(**common, selection=None, agent=None, model=None, repository_dir=None)
+    write_json(root / "tasks/catalog.json", tasks)
+    selections = {}
+    for name, criteria in cfg["selections"].items():
+        selections[name] = catalog.select_tasks(
+            tasks, name, criteria["tasks"], criteria["sources"], criteria["limit"]
         )
-    commands.cmd_import_results(
-        Namespace(
-            **common,
-            model=None,
-            all_models=False,
-            source_condition=None,
-            budget_usd=None,
-            strict_budget=None,
-            models_only=False,
-            summary_only=False,
+        write_json(root / f"tasks/selections/{name}.json", selections[name])
+    settings = cfg["plans"]
+    repository = settings["repository_dir"] and str(Path(settings["repository_dir"]).resolve())
+    for item in settings["items"]:
+        written = plan.build_plan(
+            tasks,
+            selections[item["selection"]],
+            item["agent"],
+            item["model"],
+            repository,
+            settings["tasks_dir"],
+            str(root / settings["jobs_dir"]),
+            settings["environment_type"],
+            settings["harbor"],
         )
-    )
-    commands.cmd_report(Namespace(**common))
-    commands.cmd_audit(Namespace(**common, file=None))
+        label = plan.plan_label(item["agent"], item["model"])
+        write_json(root / f"plans/{item['selection']}/{label}.json", written)
+    compact, imports, totals = analysis.compactor(tasks), [], []
+    for slug in config.selected_models(cfg):
+        spec = cfg["models"][slug]
+        model = official.ModelSpec(slug, spec["display_name"], spec["source_condition"])
+        imp = official.import_model(
+            tasks,
+            verified(slug),
+            model,
+            cfg["columns"]["results"],
+            cfg["import"]["source_condition"],
+            cfg["import"]["budget_usd"],
+        )
+        write_json(root / f"imports/{slug}.json", imp)
+        imports.append(compact(imp))
+        totals.append({k: v for k, v in imp.items() if k != "records"})
+    summary = official.summarize(totals, cfg["import"]["strict_budget"])
+    write_json(root / "imports/summary.json", summary)
+    result = analysis.analyse(summary, imports, tasks, [], cfg["report"]["confidence"])
+    drawn = figures.make_figures(result)
+    provenance = {
+        "files": receipt["files"],
+        "config_digest": config.config_digest(cfg),
+        "versions": {},
+    }
+    (root / "report").mkdir(parents=True, exist_ok=True)
+    (root / "report/index.html").write_text(report.render(result, provenance, drawn))
     print(f"{time.perf_counter() - start:.3f}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main(sys.argv[1], sys.argv[2:])

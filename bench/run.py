@@ -112,7 +112,7 @@ def official_size(rows: list, notes: dict) -> None:
     limits = iter(range(1, 100))
 
     def change():
-        overlay.write_text(f"selections: {{demo-two-books: {{limit: {next(limits)}}}}}\n")
+        overlay.write_text(f"selections: {{demo-two-sources: {{limit: {next(limits)}}}}}\n")
 
     args = [SNAKEMAKE, "--configfile", "config/demo.yaml", str(overlay)]
     change()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import copy
 import gzip
+import hashlib
+import json
 import subprocess
 import threading
 import time
@@ -14,9 +16,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from afbench import demo
-from afbench.config import validate_config
+from afbench import commands, demo
+from afbench.cli import build_parser
+from afbench.config import file_for, validate_config
 from afbench.fsutil import sha256_bytes
+from afbench.release import read_verified
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "harbor-0.22.0-jobs"
@@ -104,10 +108,94 @@ def dir_config(tmp_path, release_files, demo_yaml) -> dict:
 
 @pytest.fixture
 def fetched_config(dir_config) -> dict:
-    from afbench.fetch import fetch_release
-
     fetch_release(dir_config)
     return dir_config
+
+
+# the CLI in-process, with a config dict written to a file: errors propagate as AfbenchError
+def revision_dir(cfg: dict) -> Path:
+    return Path(cfg["results_dir"]) / cfg["release"]["revision"]
+
+
+def release_dir(cfg: dict) -> Path:
+    return revision_dir(cfg) / "release"
+
+
+def config_file(cfg: dict) -> str:
+    text = yaml.safe_dump(cfg, sort_keys=False)
+    path = (
+        Path(cfg["results_dir"]).parent
+        / f"config-{hashlib.sha256(text.encode()).hexdigest()[:12]}.yaml"
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return str(path)
+
+
+def afbench(*argv: str, cfg: dict | None = None):
+    """One afbench command run in this process; returns its warnings."""
+    argv = [str(a) for a in argv] + (["--config", config_file(cfg)] if cfg is not None else [])
+    args = build_parser().parse_args(argv)
+    return getattr(commands, "cmd_" + args.command.replace("-", "_"))(args)
+
+
+def fetch_release(cfg: dict, only: list[str] | None = None) -> list[str]:
+    """Every pinned file and the receipt (`afbench fetch --release-dir … --all-models`), or just
+    the files named in `only` (a model through --model, a file through --file)."""
+    if not only:
+        return afbench("fetch", "--release-dir", release_dir(cfg), "--all-models", cfg=cfg)
+    for key in only:
+        spec = file_for(cfg, key)
+        if spec.kind == "results":
+            afbench("fetch", "--release-dir", release_dir(cfg), "--model", key, cfg=cfg)
+        else:
+            afbench(
+                "fetch",
+                "--file",
+                spec.path,
+                "--sha256",
+                spec.sha256,
+                "--output",
+                release_dir(cfg) / spec.path,
+                cfg=cfg,
+            )
+    return []
+
+
+def read_verified_file(cfg: dict, key: str) -> bytes:
+    spec = file_for(cfg, key)
+    return read_verified(release_dir(cfg) / spec.path, spec.sha256)
+
+
+def catalog_of(cfg: dict) -> dict:
+    out = revision_dir(cfg) / "tasks" / "catalog.json"
+    afbench("tasks", "--release-dir", release_dir(cfg), "--output", out, cfg=cfg)
+    return json.loads(out.read_text())
+
+
+def import_model(cfg: dict, slug: str, condition: str = "source-present", budget=200) -> dict:
+    """`afbench import-model` on a fetched release (the catalog is exported first)."""
+    catalog_of(cfg)
+    out = revision_dir(cfg) / "imports" / f"{slug}.json"
+    afbench(
+        "import-model",
+        "--catalog",
+        revision_dir(cfg) / "tasks" / "catalog.json",
+        "--receipt",
+        release_dir(cfg) / "receipt.json",
+        "--results",
+        release_dir(cfg) / file_for(cfg, slug).path,
+        "--model",
+        slug,
+        "--source-condition",
+        condition,
+        "--budget-usd",
+        budget,
+        "--output",
+        out,
+        cfg=cfg,
+    )
+    return json.loads(out.read_text())
 
 
 class Release(BaseHTTPRequestHandler):
@@ -224,3 +312,77 @@ def body(data: bytes, length: int | None = None, gzip_it: bool = False, delay: f
         return True
 
     return fault
+
+
+def snakemake_env() -> dict:
+    """The environment of a shell with this venv activated: rules call `afbench` from PATH."""
+    import os
+    import sys
+
+    bin_dir = str(Path(sys.executable).parent)
+    return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+
+
+def run_all(cfg: dict) -> Path:
+    """The pipeline's chain through the CLI in this process, laid out as the workflow lays it
+    out: fetch, catalog, one import per pinned model, comparison, report, artifact manifest."""
+    rev, rel = revision_dir(cfg), release_dir(cfg)
+    fetch_release(cfg)
+    catalog, receipt = rev / "tasks/catalog.json", rel / "receipt.json"
+    catalog_of(cfg)
+    imports = rev / "imports/source-present/budget-200"
+    models = [slug for slug, spec in cfg["models"].items() if spec["sha256"]]
+    for slug in models:
+        afbench(
+            "import-model",
+            "--catalog",
+            catalog,
+            "--receipt",
+            receipt,
+            "--results",
+            rel / cfg["models"][slug]["path"],
+            "--model",
+            slug,
+            "--output",
+            imports / f"{slug}.json",
+            cfg=cfg,
+        )
+    strict = ["--strict-budget"] if cfg["import"]["strict_budget"] else []
+    each = [arg for slug in models for arg in ("--import", imports / f"{slug}.json")]
+    afbench(
+        "compare",
+        *each,
+        "--receipt",
+        receipt,
+        *strict,
+        "--summary",
+        imports / "summary.json",
+        "--leaderboard",
+        imports / "leaderboard.csv",
+    )
+    afbench(
+        "report",
+        "--summary",
+        imports / "summary.json",
+        *each,
+        "--catalog",
+        catalog,
+        "--receipt",
+        receipt,
+        "--output-dir",
+        rev / "report",
+    )
+    files = [p for p in rev.rglob("*") if p.is_file() and p.name != "artifacts.json"]
+    afbench(
+        "artifacts",
+        "--root",
+        rev,
+        "--revision",
+        cfg["release"]["revision"],
+        "--config-digest",
+        "0" * 64,
+        "--output",
+        rev / "artifacts.json",
+        *files,
+    )
+    return rev

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from afbench.cli import EXAMPLES, build_parser
 
@@ -32,12 +32,31 @@ def test_every_command_has_help_with_an_example():
 @pytest.mark.parametrize(
     "args,message",
     [
-        (["fetch", "--config", "nowhere.yaml"], "config file not found"),
-        (["tasks"], "no config given"),
+        (["fetch", "--config", "nowhere.yaml", "--release-dir", "x"], "config file not found"),
+        (["tasks", "--output", "x.json"], "give --release-dir DIR"),
+        (["fetch", "--file", "M.csv", "--sha256", "ab", "--output", "x"], "64 lowercase hex"),
+        (
+            ["import-results", "--release-dir", "nowhere", "--all-models", "--output", "x"],
+            "receipt not found",
+        ),
         (["verdict", "--path", "nowhere.json", "--task", "t"], "verdict file not found"),
         (["verdict", "--path", "x.json", "--task", "../etc"], "not a safe name"),
         (
-            ["import-results", "--config", "config/demo.yaml", "--model", "nope"],
+            [
+                "import-model",
+                "--catalog",
+                "c",
+                "--receipt",
+                "r",
+                "--results",
+                "x",
+                "--model",
+                "nope",
+                "--output",
+                "o.json",
+                "--config",
+                "config/demo.yaml",
+            ],
             "unknown model 'nope'",
         ),
     ],
@@ -51,26 +70,37 @@ def test_bad_input_is_one_clear_error_without_traceback(args, message):
 
 
 def test_unpinned_official_model_explains_how_to_supply_the_pin(tmp_path):
-    cfg = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    cfg["results_dir"] = str(tmp_path)
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    result = cli("fetch", "--config", str(path), "--only", "fable-5")
+    result = cli("fetch", "--release-dir", str(tmp_path / "rel"), "--model", "fable-5")
     assert result.returncode == 2
     assert "models.fable-5.sha256" in result.stderr and "afbench discover" in result.stderr
-    assert not any(tmp_path.rglob("*.csv"))
+    assert not (tmp_path / "rel").exists()
 
 
 def test_relabelled_condition_is_refused_by_the_cli(fetched_config, tmp_path):
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(fetched_config))
-    result = cli(
-        "import-results", "--config", str(path), "--all-models", "--source-condition", "source-free"
-    )
+    from conftest import config_file, release_dir
+
+    common = [
+        "import-results",
+        "--release-dir",
+        str(release_dir(fetched_config)),
+        "--config",
+        config_file(fetched_config),
+        "--all-models",
+        "--output",
+        str(tmp_path / "o.json"),
+    ]
+    result = cli(*common, "--source-condition", "source-free")
     assert result.returncode == 2 and "cannot be relabelled source-free" in result.stderr
-    result = cli("import-results", "--config", str(path), "--all-models", "--budget-usd", "150")
+    result = cli(*common, "--budget-usd", "150")
     assert result.returncode == 2 and "nominal budget" in result.stderr
-    result = cli("import-results", "--config", str(path), "--all-models", "--strict-budget")
+    result = cli(*common, "--strict-budget")
     assert result.returncode == 2 and "strict budget comparison refused" in result.stderr
-    result = cli("import-results", "--config", str(path), "--all-models")
+    assert not (tmp_path / "o.json").exists()
+    result = cli(*common)
     assert result.returncode == 0, result.stderr
+    reference = json.loads((tmp_path / "o.json").read_text())
+    assert reference["kind"] == "afbench official reference"
+    assert (
+        len(reference["models"]) == 9
+        and reference["summary"]["budget_audit"]["over_budget_count"] == 1
+    )

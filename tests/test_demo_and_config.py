@@ -129,3 +129,15 @@ def test_unknown_config_file_is_a_clear_error(tmp_path):
     bad.write_text("release: [unclosed\n")
     with pytest.raises(AfbenchError, match="not valid YAML"):
         load_config([bad])
+
+
+def test_the_rules_conda_environment_pins_the_same_runtime_versions():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    pins = {k.lower(): v for k, v in (d.split("==") for d in project["dependencies"])}
+    env = yaml.safe_load((REPO / "workflow/envs/afbench.yaml").read_text())["dependencies"]
+    conda = dict(d.split("=") for d in env if isinstance(d, str) and "=" in d)
+    assert conda.pop("python") == "3.11"
+    assert all(pins[name.lower()] == version for name, version in conda.items())
+    assert "pip" in env  # the post-deploy script installs this checkout's afbench with it
+    deploy = (REPO / "workflow/envs/afbench.post-deploy.sh").read_text()
+    assert 'pip install --no-deps --no-build-isolation "$(dirname "$0")/../.."' in deploy

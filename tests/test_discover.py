@@ -9,11 +9,11 @@ import pytest
 import yaml
 
 from afbench.cli import main
-from afbench.config import merge, revision_dir, validate_config
+from afbench.config import merge, validate_config
 from afbench.discover import discover
 from afbench.errors import AfbenchError
 
-from conftest import config_for, git, make_git_repo
+from conftest import config_file, config_for, git, make_git_repo, revision_dir, run_all
 
 
 def renamed_release(release_files: dict[str, bytes]) -> dict[str, bytes]:
@@ -52,15 +52,13 @@ def upstream(tmp_path, release_files, demo_yaml):
     return repo, commit, cfg, files
 
 
-def run(cfg, tmp_path, *args):
-    path = tmp_path / f"c{len(list(tmp_path.glob('c*.yaml')))}.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    return main([args[0], "--config", str(path), *args[1:]])
+def run(cfg, *args):
+    return main([*args, "--config", config_file(cfg), "--output-dir", str(revision_dir(cfg))])
 
 
 def test_discover_explains_and_its_fragment_makes_the_pipeline_run(upstream, tmp_path, capsys):
     repo, _, cfg, _ = upstream
-    assert run(cfg, tmp_path, "discover", "--checkout", str(repo)) == 0
+    assert run(cfg, "discover", "--checkout", str(repo)) == 0
     err = capsys.readouterr().err
     assert "configured path MANIFEST.csv is data/MANIFEST.csv" in err
     assert "mapped column 'cost_usd' (cost_usd) missing; closest: ['cost_in_usd']" in err
@@ -75,16 +73,14 @@ def test_discover_explains_and_its_fragment_makes_the_pipeline_run(upstream, tmp
     }
     merged = validate_config(merge(copy.deepcopy(cfg), fragment))
     merged["models"].pop("extra-model")  # a duplicate file the user chooses not to import
-    for command in ("fetch", "tasks", "import-results", "report", "audit"):
-        assert run(merged, tmp_path, command) == 0, capsys.readouterr().err
-    summary = revision_dir(merged) / "imports/source-present/budget-200/summary.json"
+    summary = run_all(merged) / "imports/source-present/budget-200/summary.json"
     assert yaml.safe_load(summary.read_text())["leaderboard"][0]["passes"] == 266
 
 
 def test_a_differing_pin_is_an_error_loudly(upstream, tmp_path, capsys):
     repo, _, cfg, _ = upstream
     cfg["files"]["manifest"]["sha256"] = "0" * 64
-    assert run(cfg, tmp_path, "discover", "--checkout", str(repo)) == 2
+    assert run(cfg, "discover", "--checkout", str(repo)) == 2
     err = capsys.readouterr().err
     assert "pinned SHA-256 differs" in err and "0" * 64 in err
 

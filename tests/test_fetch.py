@@ -7,29 +7,25 @@ import stat
 
 import pytest
 
-from afbench.config import file_for, validate_config
+from afbench.config import validate_config
 from afbench.errors import AfbenchError
-from afbench.fetch import fetch_release, read_verified
 from afbench.fsutil import read_json_file, sha256_bytes
 
 from conftest import (
     body,
     config_for,
+    fetch_release,
     git,
     https_source,
     make_git_repo,
+    read_verified_file,
     redirect,
+    release_dir,
     status,
     write_tree,
 )
 
 MANIFEST = "MANIFEST.csv"
-
-
-def release_dir(cfg):
-    from afbench.config import revision_dir
-
-    return revision_dir(cfg) / "release"
 
 
 def assert_nothing_at(cfg, rel):
@@ -151,7 +147,7 @@ def test_https_retries_5xx_then_verifies(tmp_path, http_release, release_files, 
     )
     fetch_release(cfg, only=["manifest"])
     assert http_release["handler"].requests.count(path) == 3
-    assert read_verified(cfg, file_for(cfg, "manifest")) == release_files[MANIFEST]
+    assert read_verified_file(cfg, "manifest") == release_files[MANIFEST]
 
 
 def test_same_host_redirect_is_followed(tmp_path, http_release, release_files, demo_yaml):
@@ -177,7 +173,7 @@ def test_tampered_cached_file_is_an_error(fetched_config):
         fetch_release(fetched_config)
     assert sha256_bytes(b"tampered") in str(err.value)
     with pytest.raises(AfbenchError, match="changed since it was verified"):
-        read_verified(fetched_config, file_for(fetched_config, "manifest"))
+        read_verified_file(fetched_config, "manifest")
 
 
 def test_cached_symlink_is_refused(dir_config, tmp_path, release_files):

@@ -9,10 +9,9 @@ import pytest
 
 from afbench import demo
 from afbench.errors import AfbenchError
-from afbench.fetch import fetch_release
-from afbench.official import import_model, summarize
+from afbench.official import summarize
 
-from conftest import config_for, write_tree
+from conftest import config_for, fetch_release, import_model, write_tree
 
 MODEL = "demo-model-a"
 PATH = f"results/{MODEL}.csv"
@@ -160,12 +159,12 @@ def test_demo_pass_counts_and_over_budget_record(fetched_config):
         assert imp["infrastructure_errors"]["count"] >= 1
         assert imp["tasks"] == 341  # nothing dropped
         assert imp["local_capability_score"] is None
-    summary = summarize(fetched_config, imports, strict_budget=False)
+    summary = summarize(imports, strict_budget=False)
     assert summary["budget_audit"]["over_budget_count"] == 1
     assert "not a certificate" in summary["budget_audit"]["note"]
     assert [r["model"] for r in summary["leaderboard"]][:2] == ["demo-model-a", "demo-model-b"]
     with pytest.raises(AfbenchError, match=r"strict budget comparison refused.*demo-model-d"):
-        summarize(fetched_config, imports, strict_budget=True)
+        summarize(imports, strict_budget=True)
 
 
 def test_comparison_refuses_different_scaffolds(fetched_config):
@@ -175,8 +174,8 @@ def test_comparison_refuses_different_scaffolds(fetched_config):
     ]
     imports[1]["scaffold"] = "another-scaffold"
     with pytest.raises(AfbenchError, match="comparison refused: models differ in scaffold"):
-        summarize(fetched_config, imports, strict_budget=False)
+        summarize(imports, strict_budget=False)
     imports[1]["scaffold"] = imports[0]["scaffold"]
     imports[1]["task_set_sha256"] = "0" * 64
     with pytest.raises(AfbenchError, match="differ in task_set"):
-        summarize(fetched_config, imports, strict_budget=False)
+        summarize(imports, strict_budget=False)

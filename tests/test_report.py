@@ -9,23 +9,13 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
-from afbench.cli import main
-from afbench.config import revision_dir
-
-
-def run_all(cfg: dict, tmp_path) -> None:
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg))
-    for command in ("fetch", "tasks", "import-results", "report", "audit"):
-        assert main([command, "--config", str(path)]) == 0, command
+from conftest import revision_dir, run_all
 
 
 @pytest.fixture
-def report_dir(tmp_path, dir_config):
-    run_all(dir_config, tmp_path)
-    return revision_dir(dir_config) / "report"
+def report_dir(dir_config):
+    return run_all(dir_config) / "report"
 
 
 def test_report_is_self_contained_with_every_section(report_dir):
@@ -54,23 +44,26 @@ def test_input_text_is_escaped(tmp_path, dir_config):
     evil = '<script>alert("x")</script>'
     dir_config["models"]["demo-model-a"]["display_name"] = evil
     dir_config["release"]["name"] = "<b>bold</b>"
-    run_all(dir_config, tmp_path)
+    run_all(dir_config)
     html = (revision_dir(dir_config) / "report" / "index.html").read_text()
     assert "<script>" not in html and "<b>bold</b>" not in html
     assert "&lt;script&gt;" in html
 
 
 def test_rerun_gives_byte_identical_artifacts(tmp_path, dir_config):
-    run_all(dir_config, tmp_path)
+    run_all(dir_config)
     root = revision_dir(dir_config)
     first = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     shutil.rmtree(root)
-    run_all(dir_config, tmp_path)
+    run_all(dir_config)
     second = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()
     assert [p for p in first if first[p] != second[p]] == []
-    audit = json.loads((root / "audit.json").read_text())
-    assert {a["path"] for a in audit["artifacts"]} >= {"report/index.html", "release/receipt.json"}
+    manifest = json.loads((root / "artifacts.json").read_text())
+    assert {a["path"] for a in manifest["artifacts"]} >= {
+        "report/index.html",
+        "release/receipt.json",
+    }
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

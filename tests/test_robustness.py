@@ -19,13 +19,23 @@ from hypothesis import strategies as st
 
 from afbench.catalog import parse_manifest
 from afbench.cli import main
-from afbench.config import revision_dir
 from afbench.errors import AfbenchError
-from afbench.fetch import fetch_release
 from afbench.fsutil import sha256_file
 
 import properties as prop
-from conftest import REPO, body, config_for, https_source, redirect
+from conftest import (
+    REPO,
+    body,
+    config_file,
+    config_for,
+    fetch_release,
+    https_source,
+    redirect,
+    release_dir,
+    revision_dir,
+    run_all,
+    snakemake_env,
+)
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -120,40 +130,38 @@ def test_unsafe_ids_never_become_paths(task_id):
 
 @pytest.mark.parametrize("name", ["../up", "a/b", "-x", ".x"])
 def test_unsafe_selection_and_run_names_are_refused(fetched_config, tmp_path, capsys, name):
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(fetched_config))
-    assert main(["tasks", "--config", str(path), f"--name={name}", "--task", "demo_s01_t001"]) == 2
-    assert (
-        main(
-            [
-                "import-run",
-                "--config",
-                str(path),
-                f"--name={name}",
-                "--kind",
-                "verdicts",
-                "--path",
-                str(tmp_path),
-                "--selection",
-                "all",
-            ]
-        )
-        == 2
-    )
+    tasks = [
+        "tasks",
+        "--release-dir",
+        str(release_dir(fetched_config)),
+        "--config",
+        config_file(fetched_config),
+        "--output",
+        str(tmp_path / "sel.json"),
+    ]
+    assert main([*tasks, f"--name={name}", "--task", "demo_s01_t001"]) == 2
+    assert not (tmp_path / "sel.json").exists()
+    assert main([*tasks, "--name=ok", "--task", "demo_s01_t001"]) == 0
+    run = [
+        "import-run",
+        f"--name={name}",
+        "--kind",
+        "verdicts",
+        "--path",
+        str(tmp_path),
+        "--selection",
+        str(tmp_path / "sel.json"),
+        "--output-dir",
+        str(tmp_path / "run"),
+    ]
+    assert main(run) == 2
     assert "not a safe name" in capsys.readouterr().err
-    assert not any(
-        p.name.startswith(name.strip("./-"))
-        for p in tmp_path.rglob("*.json")
-        if "selections" in p.parts
-    )
+    assert not (tmp_path / "run").exists()
 
 
-def test_spreadsheet_formulas_are_neutralised_in_csv_not_json(fetched_config, tmp_path):
+def test_spreadsheet_formulas_are_neutralised_in_csv_not_json(fetched_config):
     fetched_config["models"]["demo-model-a"]["display_name"] = '=HYPERLINK("http://x")'
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(fetched_config))
-    assert main(["import-results", "--config", str(path), "--all-models"]) == 0
-    out = revision_dir(fetched_config) / "imports/source-present/budget-200"
+    out = run_all(fetched_config) / "imports/source-present/budget-200"
     rows = list(csv.DictReader((out / "leaderboard.csv").open()))
     assert rows[0]["display_name"] == '\'=HYPERLINK("http://x")'
     summary = json.loads((out / "summary.json").read_text())
@@ -218,7 +226,6 @@ def snakemake_project(tmp_path: Path, http_release, release_files, demo_yaml) ->
     root = tmp_path / "project"
     for part in ("workflow", "profiles"):
         shutil.copytree(REPO / part, root / part)
-    shutil.copy(REPO / "environment.yml", root)
     cfg = config_for(
         release_files,
         http_release["revision"],
@@ -237,6 +244,7 @@ def _kill_when(root: Path, snakemake: str, ready, check) -> None:
     run = subprocess.Popen(
         [snakemake, "--cores", "2"],
         cwd=root,
+        env=snakemake_env(),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -247,7 +255,9 @@ def _kill_when(root: Path, snakemake: str, ready, check) -> None:
         time.sleep(0.005)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
-    subprocess.run([snakemake, "--unlock"], cwd=root, check=True, capture_output=True)
+    subprocess.run(
+        [snakemake, "--unlock"], cwd=root, check=True, capture_output=True, env=snakemake_env()
+    )
 
 
 @pytest.mark.snakemake
@@ -264,7 +274,12 @@ def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     reference = snakemake_project(tmp_path / "a", http_release, release_files, demo_yaml)
     subprocess.run(
-        [snakemake, "--cores", "2"], cwd=reference, check=True, capture_output=True, timeout=300
+        [snakemake, "--cores", "2"],
+        cwd=reference,
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env=snakemake_env(),
     )
     expected = _tree(reference / "results")
     root = snakemake_project(tmp_path / "b", http_release, release_files, demo_yaml)
@@ -295,16 +310,19 @@ def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(
     assert 0 < len(seen_imports) < 10  # killed in the middle of importing
     assert not (imports / "summary.json").exists()
     subprocess.run(
-        [snakemake, "--cores", "2"], cwd=root, check=True, capture_output=True, timeout=300
+        [snakemake, "--cores", "2"],
+        cwd=root,
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env=snakemake_env(),
     )
     actual = _tree(root / "results")
     assert actual.keys() == expected.keys()
-    # audit, analysis and report carry the config digest, which differs by results_dir
+    # the artifact manifest carries the whole config's digest, which differs by results_dir
+    assert [k for k in expected if expected[k] != actual[k] and k.endswith("artifacts.json")]
     assert [
-        k
-        for k in expected
-        if expected[k] != actual[k]
-        and not k.endswith(("audit.json", "index.html", "analysis.json"))
+        k for k in expected if expected[k] != actual[k] and not k.endswith("artifacts.json")
     ] == []
 
 

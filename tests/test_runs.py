@@ -1,15 +1,29 @@
-"""Local runs: real Harbor 0.22.0 job directories and verdict files. Errors are never 0."""
+"""Local runs: real Harbor 0.22.0 job directories and verdict files. Errors are never 0; a run
+is summarised per configuration and never pooled; a trial is counted once."""
 
 from __future__ import annotations
 
 import csv
 import json
+import os
+import re
 import shutil
+import threading
+from pathlib import Path
 
 import pytest
 
 from afbench.errors import AfbenchError
-from afbench.runs import parse_verdict, read_harbor_job, summarize_run
+from afbench.runs import (
+    ATTEMPT_COLUMNS,
+    OUTCOME_COLUMNS,
+    classify_trial,
+    parse_verdict,
+    read_harbor_job,
+    read_regular_file,
+    read_verdict_dir,
+    summarize_run,
+)
 
 from conftest import FIXTURES
 
@@ -25,98 +39,609 @@ EXPECTED = {
     "reward-json": ("error", None, "invalid_reward (0.5)"),
     "no-solution": ("error", None, "FileNotFoundError"),
 }
+ORACLE_K1 = "oracle 1.0.0 | model none | env hostenv:HostEnvironment | timeout x1 | n_attempts 1"
+ORACLE_K4 = "oracle 1.0.0 | model none | env hostenv:HostEnvironment | timeout x1 | n_attempts 4"
+NOP_K1 = "nop 1.0.0 | model none | env hostenv:HostEnvironment | timeout x1 | n_attempts 1"
 
 
 def selection(*task_ids):
     return {"name": "sel", "selection_sha256": "0" * 64, "task_ids": list(task_ids)}
 
 
+def by_label(summary: dict) -> dict:
+    return {c["configuration"]: c for c in summary["configurations"]}
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def save(path: Path, doc: object) -> None:
+    path.write_text(json.dumps(doc, indent=4))
+
+
+def trial_results(job: Path) -> list[Path]:
+    return sorted(job.glob("*/result.json"))
+
+
+def edit_trials(job: Path, change) -> None:
+    for result in trial_results(job):
+        doc = load(result)
+        change(doc)
+        save(result, doc)
+
+
+def copy_job(src: Path, dst: Path, job_id: str | None = None, rename: str | None = None) -> Path:
+    """A copy of a fixture job; with `job_id`, a different Harbor job (its trials' job id and
+    the job's result.json id changed); with `rename`, its trials renamed as Harbor would."""
+    shutil.copytree(src, dst)
+    if job_id is not None:
+        result = load(dst / "result.json")
+        result["id"] = job_id
+        save(dst / "result.json", result)
+
+        def move(doc):
+            doc["config"]["job_id"] = job_id
+
+        edit_trials(dst, move)
+    if rename is not None:
+        for result in trial_results(dst):
+            trial = result.parent
+            new_name = trial.name + rename
+            doc = load(result)
+            doc["trial_name"] = doc["config"]["trial_name"] = new_name
+            save(result, doc)
+            trial.rename(trial.parent / new_name)
+    return dst
+
+
+# ------------------------------------------------------------------ outcomes of single trials
+
+
 def test_every_oracle_trial_is_classified():
     attempts = read_harbor_job(FIXTURES / "demo-oracle")
     assert {a["task_id"]: (a["outcome"], a["reward"], a["reason"]) for a in attempts} == EXPECTED
-    assert all(a["agent"] == "oracle" for a in attempts)
+    assert {(a["agent"], a["agent_version"], a["configuration"]) for a in attempts} == {
+        ("oracle", "1.0.0", ORACLE_K1)
+    }
+    assert {a["job_id"] for a in attempts} == {"52cdcd1b-5604-4eea-84c7-83b09995de51"}
+    assert {a["trial_name"] for a in attempts} == {
+        p.name for p in (FIXTURES / "demo-oracle").iterdir() if p.is_dir()
+    }
 
 
-def test_errors_never_appear_as_zero(tmp_path):
+def test_errors_never_appear_as_zero():
     attempts = read_harbor_job(FIXTURES / "demo-oracle")
     summary, rows = summarize_run("oracle", "harbor", selection(*EXPECTED), attempts, 200, RELEASE)
     for row in rows:
         if row["outcome"] == "error":
             assert row["reward"] is None
-    assert summary["counts"] == {
+    [config] = summary["configurations"]
+    assert config["configuration"] == ORACLE_K1
+    assert config["counts"] == {
         "accepted": 1,
         "rejected": 2,
+        "unverified": 0,
         "error": 6,
         "incomplete": 0,
         "missing": 0,
     }
-    assert summary["success_rate"] is None
-    assert summary["success_rate_bounds"] == {
-        **summary["success_rate_bounds"],
-        "lower": 1 / 9,
-        "upper": 7 / 9,
-    }
+    assert config["success_rate"] is None
+    assert config["success_rate_bounds"]["lower"] == 1 / 9
+    assert config["success_rate_bounds"]["upper"] == 7 / 9
     assert summary["condition"] == "source-free"
     assert summary["verifier_provenance_attested"] is False
     assert summary["local_capability_score"] is None
+    assert "counts" not in summary  # nothing pooled at the top
+    assert set(rows[0]) >= set(OUTCOME_COLUMNS)
 
 
-def test_nop_environment_failure_and_attempts():
-    nop = read_harbor_job(FIXTURES / "demo-nop")
-    assert [(a["outcome"], a["reward"], a["agent"]) for a in nop] == [("rejected", 0, "nop")]
+def test_environment_failure_is_an_error_of_its_own_configuration():
     failstart = read_harbor_job(FIXTURES / "demo-failstart")
     assert [(a["outcome"], a["reward"], a["reason"]) for a in failstart] == [
         ("error", None, "RuntimeError")
     ]
+    # its environment kwargs (fail_start) differ from the oracle job's: another configuration
+    assert failstart[0]["configuration"].startswith(ORACLE_K1 + " | settings ")
+    assert failstart[0]["configuration_details"]["non_default_settings"] == {
+        "environment.kwargs": {"fail_start": True}
+    }
+
+
+# ------------------------------------------------------------------ one result per configuration
+
+
+def test_two_agents_in_one_job_are_two_results(tmp_path):
+    """`harbor run -a nop -a oracle` (a job config with two entries under `agents`)."""
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "two-agents")
+    config = load(job / "config.json")
+    config["agents"] = [{"name": "nop"}, {"name": "oracle"}]
+    save(job / "config.json", config)
+    oracle_trial = job / "hello-pass__OrAcLe1"
+    shutil.copytree(FIXTURES / "demo-k4" / "hello-pass__6FADnuB", oracle_trial)
+    job_id = load(job / "result.json")["id"]
+    doc = load(oracle_trial / "result.json")
+    doc["trial_name"] = doc["config"]["trial_name"] = oracle_trial.name
+    doc["config"]["job_id"] = job_id
+    save(oracle_trial / "result.json", doc)
+
+    attempts = read_harbor_job(job)
+    assert sorted((a["agent"], a["outcome"]) for a in attempts) == [
+        ("nop", "rejected"),
+        ("oracle", "accepted"),
+    ]
+    summary, rows = summarize_run("two", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    configs = by_label(summary)
+    assert sorted(configs) == [NOP_K1, ORACLE_K1]
+    assert configs[NOP_K1]["success_rate"] == 0.0 and configs[NOP_K1]["pass_at_k"] == {"1": 0.0}
+    assert configs[ORACLE_K1]["success_rate"] == 1.0
+    assert configs[ORACLE_K1]["pass_at_k"] == {"1": 1.0}
+    assert [(r["configuration"], r["agent"], r["outcome"], r["attempts"]) for r in rows] == [
+        (NOP_K1, "nop", "rejected", 1),
+        (ORACLE_K1, "oracle", "accepted", 1),
+    ]
+    assert all(";" not in (r["agent"] or "") for r in rows)  # never 'nop;oracle'
+
+
+def test_two_job_directories_of_different_agents_are_never_pooled():
+    """Replaces the old test that asserted nop + oracle pooled as one accepted task."""
+    nop = read_harbor_job(FIXTURES / "demo-nop")
+    assert [(a["outcome"], a["reward"], a["agent"]) for a in nop] == [("rejected", 0, "nop")]
     k4 = read_harbor_job(FIXTURES / "demo-k4")
     summary, rows = summarize_run("k4", "harbor", selection("hello-pass"), k4, 200, RELEASE)
     assert rows[0]["attempts"] == 4 and rows[0]["accepted_attempts"] == 4
-    assert summary["success_rate"] == 1.0
-    assert summary["pass_at_k"] == {"1": 1.0, "4": 1.0}
-    # several job directories (one per attempt) are kept as attempts, never collapsed
-    both = nop + k4
-    summary, rows = summarize_run("mix", "harbor", selection("hello-pass"), both, 200, RELEASE)
-    assert rows[0]["attempts"] == 5 and rows[0]["outcome"] == "accepted"
-    assert summary["pass_at_k"]["1"] == pytest.approx(4 / 5)
+    assert by_label(summary)[ORACLE_K4]["pass_at_k"] == {"1": 1.0, "4": 1.0}
+
+    summary, rows = summarize_run("mix", "harbor", selection("hello-pass"), nop + k4, 200, RELEASE)
+    configs = by_label(summary)
+    assert sorted(configs) == [NOP_K1, ORACLE_K4]
+    assert configs[NOP_K1]["counts"]["rejected"] == 1 and configs[NOP_K1]["success_rate"] == 0.0
+    assert configs[NOP_K1]["pass_at_k"] == {"1": 0.0}
+    assert configs[ORACLE_K4]["counts"]["accepted"] == 1
+    assert configs[ORACLE_K4]["pass_at_k"] == {"1": 1.0, "4": 1.0}  # pass@k within one only
+    assert sorted((r["configuration"], r["outcome"], r["attempts"]) for r in rows) == [
+        (NOP_K1, "rejected", 1),
+        (ORACLE_K4, "accepted", 4),
+    ]
+
+
+def test_model_and_timeouts_make_configurations(tmp_path):
+    base = copy_job(FIXTURES / "demo-nop", tmp_path / "a")
+    slow = copy_job(FIXTURES / "demo-nop", tmp_path / "b", job_id="job-b", rename="b")
+    other_model = copy_job(FIXTURES / "demo-nop", tmp_path / "c", job_id="job-c", rename="c")
+
+    def slower(doc):
+        doc["config"]["timeout_multiplier"] = 2
+
+    def model(doc):
+        doc["config"]["agent"]["model_name"] = "acme/m-2"
+        doc["agent_info"]["model_info"] = {"name": "m-2", "provider": "acme"}
+
+    edit_trials(slow, slower)
+    edit_trials(other_model, model)
+    attempts = [a for job in (base, slow, other_model) for a in read_harbor_job(job)]
+    summary, _ = summarize_run("m", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    assert sorted(by_label(summary)) == [
+        "nop 1.0.0 | model acme/m-2 | env hostenv:HostEnvironment | timeout x1 | n_attempts 1",
+        NOP_K1,
+        "nop 1.0.0 | model none | env hostenv:HostEnvironment | timeout x2 | n_attempts 1",
+    ]
+    modelled = by_label(summary)[sorted(by_label(summary))[0]]
+    assert modelled["model"] == "acme/m-2"
+    assert modelled["model_info"] == {"name": "m-2", "provider": "acme"}
+
+
+def test_agent_kwargs_are_part_of_the_configuration(tmp_path):
+    plain = copy_job(FIXTURES / "demo-nop", tmp_path / "a")
+    tuned = copy_job(FIXTURES / "demo-nop", tmp_path / "b", job_id="job-b", rename="b")
+
+    def kwargs(doc):
+        doc["config"]["agent"]["kwargs"] = {"temperature": 0.7}
+
+    edit_trials(tuned, kwargs)
+    labels = {a["configuration"] for job in (plain, tuned) for a in read_harbor_job(job)}
+    assert len(labels) == 2 and NOP_K1 in labels
+    # the label is the same whatever is imported with it
+    assert {a["configuration"] for a in read_harbor_job(tuned)} == labels - {NOP_K1}
+
+
+def test_attempts_across_job_directories_of_one_configuration_stay_attempts(tmp_path):
+    again = copy_job(FIXTURES / "demo-k4", tmp_path / "demo-k4-again", job_id="job-2", rename="x")
+    attempts = read_harbor_job(FIXTURES / "demo-k4") + read_harbor_job(again)
+    summary, rows = summarize_run("k8", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    [config] = summary["configurations"]
+    assert config["configuration"] == ORACLE_K4
+    assert rows[0]["attempts"] == 8 and rows[0]["accepted_attempts"] == 8
+    assert config["pass_at_k"] == {"1": 1.0, "8": 1.0}
+    assert config["jobs"] == sorted(["job-2", load(FIXTURES / "demo-k4" / "result.json")["id"]])
+    # same trial names but another job: still other trials
+    same_names = copy_job(FIXTURES / "demo-k4", tmp_path / "k4-same-names", job_id="job-3")
+    attempts = read_harbor_job(FIXTURES / "demo-k4") + read_harbor_job(same_names)
+    assert (
+        summarize_run("k", "harbor", selection("hello-pass"), attempts, 200, RELEASE)[1][0][
+            "attempts"
+        ]
+        == 8
+    )
+
+
+def test_a_task_that_changed_between_attempts_is_refused(tmp_path):
+    again = copy_job(FIXTURES / "demo-k4", tmp_path / "k4", job_id="job-2", rename="x")
+
+    def changed(doc):
+        doc["task_checksum"] = "f" * 64
+
+    edit_trials(again, changed)
+    attempts = read_harbor_job(FIXTURES / "demo-k4") + read_harbor_job(again)
+    with pytest.raises(AfbenchError, match="task 'hello-pass' differs between trials"):
+        summarize_run("k", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+
+
+# ------------------------------------------------------------------ a trial is counted once
+
+
+def test_the_same_directory_twice_is_refused():
+    k4 = FIXTURES / "demo-k4"
+    attempts = read_harbor_job(k4) + read_harbor_job(k4)
+    with pytest.raises(AfbenchError) as info:
+        summarize_run("twice", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    message = str(info.value)
+    first = str(k4 / "hello-pass__6FADnuB")
+    assert f"is read twice: {first} and {first}" in message
+    assert "and 3 more" in message and "the same folder given twice" in message
+
+
+def test_a_copied_trial_is_refused_naming_both_paths(tmp_path):
+    copy = copy_job(FIXTURES / "demo-k4", tmp_path / "copy-of-k4")
+    attempts = read_harbor_job(FIXTURES / "demo-k4") + read_harbor_job(copy)
+    with pytest.raises(AfbenchError) as info:
+        summarize_run("copy", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    assert (
+        f"{FIXTURES / 'demo-k4' / 'hello-pass__6FADnuB'} and {copy / 'hello-pass__6FADnuB'}"
+        in str(info.value)
+    )
+    # a trial folder copied inside one job directory, under another name
+    shutil.copytree(copy / "hello-pass__6FADnuB", copy / "hello-pass__6FADnuB-copy")
+    with pytest.raises(AfbenchError, match="trial 'hello-pass__6FADnuB' .* is read twice"):
+        read_harbor_job(copy)
+
+
+def test_a_verdict_folder_twice_is_refused(tmp_path):
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(verdict())
+    attempts = read_verdict_dir(folder) + read_verdict_dir(folder)
+    with pytest.raises(AfbenchError, match="the same verdict file is read twice"):
+        summarize_run("v", "verdicts", selection("t1"), attempts, 200, RELEASE)
+
+
+# ------------------------------------------------------------------ verification disabled
+
+
+def disable_verification(doc):
+    doc["config"]["verifier"]["disable"] = True
+    doc["verifier_result"] = None
+    doc["exception_info"] = None
+
+
+def test_verification_disabled_is_unverified_not_an_error(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "unverified")
+    edit_trials(job, disable_verification)
+    [attempt] = read_harbor_job(job)
+    assert (attempt["outcome"], attempt["reward"], attempt["reason"]) == (
+        "unverified",
+        None,
+        "verification disabled",
+    )
+    summary, rows = summarize_run("u", "harbor", selection("hello-pass"), [attempt], 200, RELEASE)
+    [config] = summary["configurations"]
+    assert config["counts"]["unverified"] == 1 and config["counts"]["error"] == 0
+    assert config["success_rate"] is None
+    assert config["success_rate_bounds"]["lower"] == 0.0
+    assert config["success_rate_bounds"]["upper"] is None  # never counted as a success
+    assert config["success_rate_bounds"]["upper_withheld"] == "1 task(s) unverified"
+    assert config["pass_at_k"] is None
+    assert rows[0]["outcome"] == "unverified" and rows[0]["reward"] is None
+
+
+def test_unverified_never_enters_the_numerator_beside_accepted(tmp_path):
+    """Oracle job: three tasks verified, two with verification disabled (one timed out)."""
+    job = copy_job(FIXTURES / "demo-oracle", tmp_path / "mixed")
+    for name in ("solve-fails", "agent-timeout"):
+        result = next(job.glob(f"{name}__*/result.json"))
+        doc = load(result)
+        exc = doc["exception_info"]
+        disable_verification(doc)
+        if name == "agent-timeout":
+            doc["exception_info"] = exc
+        save(result, doc)
+    attempts = read_harbor_job(job)
+    reasons = {a["task_id"]: (a["outcome"], a["reason"]) for a in attempts}
+    assert reasons["solve-fails"] == ("unverified", "verification disabled")
+    assert reasons["agent-timeout"] == ("unverified", "verification disabled; AgentTimeoutError")
+    summary, _ = summarize_run("m", "harbor", selection(*EXPECTED), attempts, 200, RELEASE)
+    [config] = summary["configurations"]
+    assert config["counts"]["unverified"] == 2 and config["counts"]["error"] == 6
+    assert config["success_rate_bounds"]["lower"] == 1 / 9
+    assert config["success_rate_bounds"]["upper"] is None
+
+
+def test_job_level_verification_disabled_and_contradictions(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job-disabled")
+    config = load(job / "config.json")
+    config["verifier"] = {"disable": True}
+    save(job / "config.json", config)
+
+    def no_verifier_section(doc):
+        del doc["config"]["verifier"]
+        doc["verifier_result"] = None
+
+    edit_trials(job, no_verifier_section)
+    assert [a["outcome"] for a in read_harbor_job(job)] == ["unverified"]
+    # an infrastructure failure stays an error even when nothing was to be verified
+    doc = load(trial_results(job)[0])
+    doc["exception_info"] = {"exception_type": "RuntimeError", "exception_message": "x"}
+    assert classify_trial(doc, "r.json", verification_disabled=True)["outcome"] == "error"
+    # a reward although verification was disabled is a contradiction
+    doc = load(trial_results(FIXTURES / "demo-nop")[0])
+    doc["config"]["verifier"]["disable"] = True
+    with pytest.raises(AfbenchError, match="r.json: field 'verifier_result.rewards.reward'"):
+        classify_trial(doc, "r.json")
+
+
+# ------------------------------------------------------------------ incomplete and missing
 
 
 def test_incomplete_and_missing_and_outside_selection(tmp_path):
-    job = tmp_path / "job"
-    shutil.copytree(FIXTURES / "demo-oracle", job)
+    job = copy_job(FIXTURES / "demo-oracle", tmp_path / "job")
     (job / "hello-pass__BXEW54v" / "result.json").unlink()
     attempts = read_harbor_job(job)
     hello = next(a for a in attempts if a["task_id"] == "hello-pass")
     assert hello["outcome"] == "incomplete" and hello["reward"] is None
+    # the incomplete trial belongs to its job's configuration (agent version taken from it)
+    assert hello["configuration"] == ORACLE_K1
     summary, rows = summarize_run(
         "r", "harbor", selection(*EXPECTED, "never-ran"), attempts, 200, RELEASE
     )
-    assert summary["counts"]["incomplete"] == 1 and summary["counts"]["missing"] == 1
+    [config] = summary["configurations"]
+    assert config["counts"]["incomplete"] == 1 and config["counts"]["missing"] == 1
     assert {r["task_id"]: r["outcome"] for r in rows}["never-ran"] == "missing"
     with pytest.raises(AfbenchError, match="not in selection 'sel': .*hello-pass"):
         summarize_run("r", "harbor", selection("agent-timeout"), attempts, 200, RELEASE)
+    with pytest.raises(AfbenchError, match="no trials or verdicts found"):
+        summarize_run("r", "harbor", selection("hello-pass"), [], 200, RELEASE)
+
+
+def test_incomplete_trial_of_a_two_agent_job_needs_its_config(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    config = load(job / "config.json")
+    config["agents"] = [{"name": "nop"}, {"name": "oracle"}]
+    save(job / "config.json", config)
+    trial = next(job.glob("hello-pass__*"))
+    (trial / "result.json").unlink()
+    [attempt] = read_harbor_job(job)  # its own config.json names the agent
+    assert attempt["outcome"] == "incomplete" and attempt["agent"] == "nop"
+    assert attempt["agent_version"] is None  # no finished trial of that configuration
+    (trial / "config.json").unlink()
+    with pytest.raises(AfbenchError, match="job with 2 agents: its configuration can not be told"):
+        read_harbor_job(job)
+
+
+# ------------------------------------------------------------------ hostile shapes and files
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        ["config"],
+        ["config", "agent"],
+        ["config", "environment"],
+        ["config", "verifier"],
+        ["config", "agent", "kwargs"],
+        ["agent_info"],
+        ["agent_info", "model_info"],
+        ["agent_result"],
+        ["verifier_result"],
+        ["verifier_result", "rewards"],
+        ["exception_info"],
+        ["task_name"],
+    ],
+)
+@pytest.mark.parametrize("value", [[1], "text", 3, True])
+def test_wrong_json_shapes_are_one_clear_error(tmp_path, path, value):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    result = trial_results(job)[0]
+    doc = load(result)
+    target = doc
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    save(result, doc)
+    if path == ["task_name"] and isinstance(value, str):
+        assert read_harbor_job(job)[0]["task_id"] == "text"
+        return
+    with pytest.raises(AfbenchError) as info:
+        read_harbor_job(job)
+    message = str(info.value)
+    assert message.startswith(f"{result}: field '{'.'.join(path)}'")
+    assert "wrong JSON type" in message or "exception_type" in message
+
+
+@pytest.mark.parametrize("value", [[], "x", None, 1])
+def test_a_result_that_is_not_an_object(tmp_path, value):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    save(trial_results(job)[0], value)
+    with pytest.raises(AfbenchError, match="result.json: trial result must be a JSON object"):
+        read_harbor_job(job)
+
+
+def test_lone_surrogates_and_undecodable_names_are_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    result = trial_results(job)[0]
+    text = result.read_text().replace(
+        '"name": "nop",\n        "version"', '"name": "n\\udc80p",\n        "version"'
+    )
+    assert "\\udc80" in text
+    result.write_text(text)
+    with pytest.raises(AfbenchError, match="field 'agent_info.name': trial result holds a lone"):
+        read_harbor_job(job)
+    result.write_text(text.replace("\\udc80", "\\ud83d\\ude00"))  # a valid pair is text
+    assert read_harbor_job(job)[0]["agent"] == "n\U0001f600p"
+    os.mkdir(os.fsencode(job) + b"/bad-\xff__trial")
+    with pytest.raises(AfbenchError, match="file name is not valid UTF-8"):
+        read_harbor_job(job)
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "v.json").write_bytes(verdict().replace(b'"comparator"', b'"comp\\ud800"'))
+    with pytest.raises(AfbenchError, match="field 'verifier.name': verdict holds a lone"):
+        read_verdict_dir(folder)
+
+
+def test_negative_or_non_numeric_cost_is_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+
+    def negative(doc):
+        doc["agent_result"]["cost_usd"] = -1
+
+    edit_trials(job, negative)
+    with pytest.raises(AfbenchError, match="field 'agent_result.cost_usd': negative cost"):
+        read_harbor_job(job)
+
+
+def in_thread(fn, *args):
+    """Run fn in a daemon thread; a read that blocked would leave it alive."""
+    outcome = {}
+
+    def run():
+        try:
+            outcome["value"] = fn(*args)
+        except AfbenchError as exc:
+            outcome["error"] = str(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(30)
+    assert not thread.is_alive(), "the read blocked"
+    return outcome
+
+
+def test_a_fifo_or_folder_as_result_json_is_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    result = trial_results(job)[0]
+    result.unlink()
+    os.mkfifo(result)
+    outcome = in_thread(read_harbor_job, job)
+    assert outcome["error"] == (
+        f"{result}: trial result.json is a FIFO (named pipe); refusing it (expected a regular file)"
+    )
+    result.unlink()
+    result.mkdir()
+    with pytest.raises(AfbenchError, match="result.json is a directory; refusing it"):
+        read_harbor_job(job)
+
+
+def test_symlinked_trial_folder_and_result_are_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    (job / "linked__trial").symlink_to(FIXTURES / "demo-k4" / "hello-pass__6FADnuB")
+    with pytest.raises(AfbenchError, match="linked__trial: symbolic link in a Harbor job"):
+        read_harbor_job(job)
+    (job / "linked__trial").unlink()
+    result = trial_results(job)[0]
+    result.unlink()
+    result.symlink_to(FIXTURES / "demo-k4" / "hello-pass__6FADnuB" / "result.json")
+    with pytest.raises(AfbenchError, match="result.json is a symbolic link; refusing it"):
+        read_harbor_job(job)
+
+
+def test_fifo_in_a_job_directory_or_as_trial_config_is_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    os.mkfifo(job / "job.fifo")
+    outcome = in_thread(read_harbor_job, job)
+    assert "job.fifo: neither a trial folder nor a job file (a FIFO" in outcome["error"]
+    (job / "job.fifo").unlink()
+    trial = trial_results(job)[0].parent
+    (trial / "result.json").unlink()
+    (trial / "config.json").unlink()
+    os.mkfifo(trial / "config.json")
+    outcome = in_thread(read_harbor_job, job)
+    assert "config.json: trial config is a FIFO" in outcome["error"]
+    os.mkfifo(tmp_path / "config.json")
+    assert "Harbor job config is a FIFO" in in_thread(read_harbor_job, tmp_path)["error"]
+
+
+def test_fifo_and_folders_in_a_verdict_folder_are_refused(tmp_path):
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "ok.json").write_bytes(verdict())
+    os.mkfifo(folder / "pipe.json")
+    outcome = in_thread(read_verdict_dir, folder)
+    assert outcome["error"].startswith(f"{folder / 'pipe.json'}: verdict file is a FIFO")
+    (folder / "pipe.json").unlink()
+    (folder / "dir.json").mkdir()
+    with pytest.raises(AfbenchError, match="dir.json: verdict file is a directory"):
+        read_verdict_dir(folder)
+    (folder / "dir.json").rmdir()
+    (folder / "zero.json").symlink_to("/dev/zero")
+    with pytest.raises(AfbenchError, match="zero.json: verdict file is a symbolic link"):
+        read_verdict_dir(folder)
+    (folder / "zero.json").unlink()
+    assert [a["outcome"] for a in read_verdict_dir(folder)] == ["accepted"]
+
+
+def test_devices_and_oversized_files_are_never_read(tmp_path):
+    with pytest.raises(AfbenchError, match="/dev/zero: verdict is a character device"):
+        read_regular_file(Path("/dev/zero"), "verdict")
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 101)
+    with pytest.raises(AfbenchError, match="big.json: x is too large .*at most 100 bytes"):
+        read_regular_file(big, "x", max_bytes=100)
+    assert read_regular_file(big, "x", max_bytes=101) == b" " * 101
+    assert read_regular_file(tmp_path / "absent", "x", required=False) is None
+    with pytest.raises(AfbenchError, match="absent: x not found"):
+        read_regular_file(tmp_path / "absent", "x")
 
 
 def test_unparsable_trial_result_is_a_clear_error(tmp_path):
-    job = tmp_path / "job"
-    shutil.copytree(FIXTURES / "demo-nop", job)
-    next(job.glob("hello-pass__*/result.json")).write_text('{"verifier_result": NaN}')
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    trial_results(job)[0].write_text('{"verifier_result": NaN}')
     with pytest.raises(AfbenchError, match="result.json: trial result is not valid JSON"):
         read_harbor_job(job)
     with pytest.raises(AfbenchError, match="not a Harbor job directory"):
         read_harbor_job(tmp_path)
 
 
+def test_bad_job_config_is_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+    for bad, match in (
+        ({"n_attempts": 0}, "field 'n_attempts': n_attempts must be a whole number >= 1"),
+        ({"n_attempts": "4"}, "field 'n_attempts'"),
+        ({"agents": {"name": "nop"}}, "field 'agents': wrong JSON type"),
+        ({"verifier": {"disable": "yes"}}, "field 'verifier.disable'"),
+    ):
+        save(job / "config.json", {**load(FIXTURES / "demo-nop" / "config.json"), **bad})
+        with pytest.raises(AfbenchError, match=match):
+            read_harbor_job(job)
+    save(job / "config.json", [])
+    with pytest.raises(AfbenchError, match="config.json: field '\\(top level\\)'"):
+        read_harbor_job(job)
+
+
 def test_cost_goes_through_the_budget_audit(tmp_path):
-    job = tmp_path / "job"
-    shutil.copytree(FIXTURES / "demo-nop", job)
-    result = next(job.glob("hello-pass__*/result.json"))
-    doc = json.loads(result.read_text())
-    doc["agent_result"]["cost_usd"] = 250.0
-    result.write_text(json.dumps(doc))
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+
+    def expensive(doc):
+        doc["agent_result"]["cost_usd"] = 250.0
+
+    edit_trials(job, expensive)
     summary, _ = summarize_run(
         "c", "harbor", selection("hello-pass"), read_harbor_job(job), 200, RELEASE
     )
-    assert summary["budget_audit"]["over_budget"][0]["excess_usd"] == 50.0
+    audit = summary["configurations"][0]["budget_audit"]
+    assert audit["over_budget"][0]["excess_usd"] == 50.0
+    assert audit["over_budget"][0]["source"] == f"c [{NOP_K1}]"
+
+
+# ------------------------------------------------------------------ verdicts
 
 
 def verdict(**changes):
@@ -162,6 +687,21 @@ def test_verdict_rewards():
         assert result["local_capability_score"] is None
 
 
+def test_verdicts_of_two_verifier_versions_are_two_results(tmp_path):
+    folder = tmp_path / "verdicts"
+    folder.mkdir()
+    (folder / "a.json").write_bytes(verdict())
+    (folder / "b.json").write_bytes(verdict(verifier={"name": "comparator", "version": "2.0"}))
+    summary, rows = summarize_run(
+        "v", "verdicts", selection("t1"), read_verdict_dir(folder), 200, RELEASE
+    )
+    assert sorted(by_label(summary)) == [
+        "verdicts | verifier comparator 1.0",
+        "verdicts | verifier comparator 2.0",
+    ]
+    assert [r["attempts"] for r in rows] == [1, 1]
+
+
 @pytest.mark.parametrize(
     "doc,match",
     [
@@ -200,25 +740,48 @@ def test_verdict_contradictions_are_errors(doc, match):
         parse_verdict(doc, "v.json", "t1")
 
 
-def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
-    import yaml
-
+def test_cli_verdict_keeps_its_form(tmp_path, capsys):
     from afbench.cli import main
-    from afbench.config import revision_dir
 
-    cfg_path = tmp_path / "c.yaml"
-    cfg_path.write_text(yaml.safe_dump(fetched_config))
+    path = tmp_path / "v.json"
+    path.write_bytes(verdict())
+    out = tmp_path / "out.json"
+    assert main(["verdict", "--path", str(path), "--task", "t1", "--output", str(out)]) == 0
+    assert load(out)["status"] == "accepted"
+    assert main(["verdict", "--path", str(path), "--task", "t2", "--output", str(out)]) == 2
+    assert "verdict is for another task" in capsys.readouterr().err
+
+
+def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
+    from afbench.cli import main
+
+    from conftest import afbench, release_dir
+
+    selection = tmp_path / "demo-first-tasks.json"
+    afbench(
+        "tasks",
+        "--release-dir",
+        release_dir(fetched_config),
+        "--output",
+        selection,
+        "--task",
+        "demo_s01_t001",
+        "--task",
+        "demo_s01_t002",
+        "--task",
+        "demo_s02_t001",
+        cfg=fetched_config,
+    )
     verdicts = tmp_path / "verdicts"
     verdicts.mkdir()
     (verdicts / "a.json").write_bytes(verdict(task_id="demo_s01_t001"))
     (verdicts / "b.json").write_bytes(
         verdict(task_id="demo_s01_t002", status="error", error={"kind": "oom", "message": "killed"})
     )
+    out = tmp_path / "runs" / "mine"
     code = main(
         [
             "import-run",
-            "--config",
-            str(cfg_path),
             "--name",
             "mine",
             "--kind",
@@ -226,17 +789,69 @@ def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
             "--path",
             str(verdicts),
             "--selection",
-            "demo-first-tasks",
+            str(selection),
+            "--output-dir",
+            str(out),
         ]
     )
     assert code == 0, capsys.readouterr().err
-    out = revision_dir(fetched_config) / "runs" / "mine"
+    label = "verdicts | verifier comparator 1.0"
     rows = list(csv.DictReader((out / "outcomes.csv").open()))
-    assert [(r["task_id"], r["outcome"], r["reward"]) for r in rows] == [
-        ("demo_s01_t001", "accepted", "1"),
-        ("demo_s01_t002", "error", ""),
-        ("demo_s02_t001", "missing", ""),
+    assert list(rows[0]) == OUTCOME_COLUMNS
+    assert [(r["configuration"], r["task_id"], r["outcome"], r["reward"]) for r in rows] == [
+        (label, "demo_s01_t001", "accepted", "1"),
+        (label, "demo_s01_t002", "error", ""),
+        (label, "demo_s02_t001", "missing", ""),
     ]
-    summary = json.loads((out / "summary.json").read_text())
-    assert summary["success_rate"] is None
-    assert summary["success_rate_bounds"]["lower"] == pytest.approx(1 / 3)
+    attempts = list(csv.DictReader((out / "attempts.csv").open()))
+    assert list(attempts[0]) == ATTEMPT_COLUMNS and len(attempts) == 2
+    summary = load(out / "summary.json")
+    [config] = summary["configurations"]
+    assert config["configuration"] == label
+    assert config["success_rate"] is None
+    assert config["success_rate_bounds"]["lower"] == pytest.approx(1 / 3)
+
+
+# ------------------------------------------------------------------ the report's local runs
+
+
+def test_report_shows_one_line_per_run_and_configuration(tmp_path):
+    from afbench.analysis import local_run_rows
+    from afbench.report import local_runs_section
+
+    evil = copy_job(FIXTURES / "demo-nop", tmp_path / "evil")
+
+    def rename_agent(doc):
+        doc["agent_info"]["name"] = "<script>alert(1)</script>"
+        disable_verification(doc)
+
+    edit_trials(evil, rename_agent)
+    attempts = read_harbor_job(FIXTURES / "demo-k4") + read_harbor_job(evil)
+    summary, _ = summarize_run("r1", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    rows = local_run_rows([summary])
+    assert [(r["run"], r["configuration"][:8], r["counts"]["unverified"]) for r in rows] == [
+        ("r1", "<script>", 1),
+        ("r1", "oracle 1", 0),
+    ]
+    html = local_runs_section(rows)
+    assert "<script>" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert html.count("<tr>") == 3  # the header and one line per configuration
+    header = re.search(r"<thead>(.*?)</thead>", html).group(1)
+    assert re.findall(r"<th>(.*?)</th>", header)[4:10] == [
+        "accepted",
+        "rejected",
+        "unverified",
+        "error",
+        "incomplete",
+        "missing",
+    ]
+    assert "upper withheld: 1 task(s) unverified" in html
+    assert "<td>100.0%</td>" in html  # the oracle configuration's own success rate
+
+
+def test_a_pooled_summary_from_an_older_afbench_is_refused_by_the_report():
+    from afbench.analysis import local_run_rows
+
+    old = {"run": "old", "selection": {"name": "s", "tasks": 1}, "counts": {"accepted": 1}}
+    with pytest.raises(AfbenchError, match="run 'old': its summary has no per-configuration"):
+        local_run_rows([old])

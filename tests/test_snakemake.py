@@ -14,7 +14,7 @@ import yaml
 
 from afbench.fsutil import sha256_bytes
 
-from conftest import REPO, write_tree
+from conftest import REPO, snakemake_env, write_tree
 
 pytestmark = pytest.mark.snakemake
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -24,13 +24,17 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     for part in ("workflow", "profiles", "config", "resources"):
         shutil.copytree(REPO / part, root / part)
-    shutil.copy(REPO / "environment.yml", root / "environment.yml")  # the rules' conda env
     return root
 
 
 def snakemake(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        [SNAKEMAKE, *args], cwd=root, capture_output=True, text=True, timeout=300
+        [SNAKEMAKE, *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=snakemake_env(),
     )
     if check and result.returncode != 0:
         raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
@@ -62,15 +66,15 @@ def test_demo_pipeline_end_to_end(tmp_path):
     summary = json.loads((out / "imports/source-present/budget-200/summary.json").read_text())
     assert summary["leaderboard"][0]["passes"] == 266
     assert summary["budget_audit"]["over_budget_count"] == 1
-    assert (out / "report/index.html").exists() and (out / "audit.json").exists()
-    assert (out / "plans/demo-two-books/nop.json").exists()
+    assert (out / "report/index.html").exists() and (out / "artifacts.json").exists()
+    assert (out / "plans/demo-two-sources/nop.json").exists()
     assert planned(root) == {}
     limit = root / "limit.yaml"
-    limit.write_text("selections: {demo-two-books: {limit: 2}}\n")
+    limit.write_text("selections: {demo-two-sources: {limit: 2}}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(limit)) == {
-        "selection": 1,
-        "plan": 1,
-        "audit": 1,
+        "select_tasks": 1,
+        "write_plan": 1,
+        "write_artifact_manifest": 1,
         "all": 1,
     }
     report = snakemake(root, "--report", "snakemake-report.zip")
@@ -81,15 +85,17 @@ def test_demo_pipeline_end_to_end(tmp_path):
     strict = root / "strict.yaml"
     strict.write_text("import: {strict_budget: true}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(strict)) == {
-        "import_summary": 1,
-        "report_html": 1,
-        "audit": 1,
+        "compare_models": 1,
+        "render_report": 1,
+        "write_artifact_manifest": 1,
         "all": 1,
     }
     failed = snakemake(root, "--configfile", "config/demo.yaml", str(strict), check=False)
     assert failed.returncode != 0
     assert "strict budget comparison refused" in failed.stdout + failed.stderr
     assert "demo-model-d task demo_s05_t003 cost USD 412.5" in failed.stdout + failed.stderr
+    # Snakemake removes a job's old outputs before running it; the command itself never
+    # deletes a file it did not write (see test_cli)
     assert not (out / "imports/source-present/budget-200/summary.json").exists()
 
 
@@ -125,11 +131,12 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     write_config(root, cfg)
     assert planned(root, *args) == {
         "fetch_file": 1,
-        "receipt": 1,
+        "verify_file": 1,
+        "verify_release": 1,
         "import_model": 1,
-        "import_summary": 1,
-        "report_html": 1,
-        "audit": 1,
+        "compare_models": 1,
+        "render_report": 1,
+        "write_artifact_manifest": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -137,7 +144,12 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     # the model list: the summary and what depends on it, no per-model import
     cfg["import"]["models"] = ["demo-model-a", "demo-model-b"]
     write_config(root, cfg)
-    assert planned(root, *args) == {"import_summary": 1, "report_html": 1, "audit": 1, "all": 1}
+    assert planned(root, *args) == {
+        "compare_models": 1,
+        "render_report": 1,
+        "write_artifact_manifest": 1,
+        "all": 1,
+    }
     snakemake(root, *args)
 
     # a local run added: its import, the report and the audit
@@ -159,15 +171,20 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "mine": {"kind": "verdicts", "paths": [str(verdicts)], "selection": "demo-first-tasks"}
     }
     write_config(root, cfg)
-    assert planned(root, *args) == {"import_run": 1, "report_html": 1, "audit": 1, "all": 1}
+    assert planned(root, *args) == {
+        "import_run": 1,
+        "render_report": 1,
+        "write_artifact_manifest": 1,
+        "all": 1,
+    }
     snakemake(root, *args)
     html = next(root.glob("results/*/report/index.html")).read_text()
     assert "<td>mine</td>" in html
 
     # one selection changed: that selection and the audit only
-    cfg["selections"]["demo-two-books"]["limit"] = 2
+    cfg["selections"]["demo-two-sources"]["limit"] = 2
     write_config(root, cfg)
-    assert planned(root, *args) == {"selection": 1, "audit": 1, "all": 1}
+    assert planned(root, *args) == {"select_tasks": 1, "write_artifact_manifest": 1, "all": 1}
     snakemake(root, *args)
     assert planned(root, *args) == {}
 
@@ -187,13 +204,18 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     write_config(root, cfg)
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
-    assert "Supply the pin as models.demo-model-b.sha256" in result.stdout + result.stderr
+    assert "supply models.demo-model-b.sha256" in result.stdout + result.stderr
     assert not (root / "results").exists()
 
 
 def test_lint_is_clean():
     result = subprocess.run(
-        [SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True, timeout=120
+        [SNAKEMAKE, "--lint"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=snakemake_env(),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr

@@ -2,21 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from afbench.catalog import build_catalog, select_tasks
+from afbench.catalog import select_tasks
 from afbench.errors import AfbenchError
-from afbench.fetch import fetch_release
 from afbench.plan import build_plan
 
-from conftest import config_for, git, make_git_repo, write_tree
+from conftest import (
+    afbench,
+    catalog_of,
+    config_for,
+    fetch_release,
+    git,
+    make_git_repo,
+    release_dir,
+    write_tree,
+)
+
+build_catalog = catalog_of
 
 
 @pytest.fixture
 def catalog(fetched_config):
-    return build_catalog(fetched_config)
+    return catalog_of(fetched_config)
 
 
 def test_catalog_counts_links_and_input_hashes(catalog, fetched_config):
@@ -38,6 +49,7 @@ def test_catalog_counts_links_and_input_hashes(catalog, fetched_config):
     assert "not a task package" in catalog["note"]
     assert "not AutoformBench data" in catalog["license"]  # the demo says it is synthetic
     fetched_config["release"]["synthetic"] = False
+    afbench("verify", "--release-dir", release_dir(fetched_config), cfg=fetched_config)
     assert "CC BY-NC 4.0" in build_catalog(fetched_config)["license"]
 
 
@@ -85,8 +97,8 @@ def test_unknown_source_and_bad_task_id_are_caught(tmp_path, release_files, demo
 
 
 def test_selection_is_deterministic_and_hashed(catalog):
-    one = select_tasks(catalog, "two", books=["demo_source_03", "demo_source_07"], limit=3)
-    again = select_tasks(catalog, "two", books=["demo_source_07", "demo_source_03"], limit=3)
+    one = select_tasks(catalog, "two", sources=["demo_source_03", "demo_source_07"], limit=3)
+    again = select_tasks(catalog, "two", sources=["demo_source_07", "demo_source_03"], limit=3)
     assert one["task_ids"] == again["task_ids"]
     assert one["selection_sha256"] == again["selection_sha256"]
     assert len(one["task_ids"]) == 3
@@ -99,10 +111,10 @@ def test_selection_is_deterministic_and_hashed(catalog):
     "kwargs,match",
     [
         ({"tasks": ["demo_s01_t001", "demo_s01_t001"]}, "task listed twice"),
-        ({"books": ["demo_source_01", "demo_source_01"]}, "book listed twice"),
+        ({"sources": ["demo_source_01", "demo_source_01"]}, "source listed twice"),
         ({"tasks": ["nope"]}, "unknown task"),
-        ({"books": ["nope"]}, "unknown book"),
-        ({"tasks": ["demo_s01_t001"], "books": ["demo_source_02"]}, "selection is empty"),
+        ({"sources": ["nope"]}, "unknown source_id"),
+        ({"tasks": ["demo_s01_t001"], "sources": ["demo_source_02"]}, "selection is empty"),
         ({"limit": 0}, "at least 1"),
         ({"limit": 1.5}, "whole number"),
         ({"limit": True}, "whole number"),
@@ -114,30 +126,24 @@ def test_selection_errors(catalog, kwargs, match):
 
 
 def test_cli_limit_must_be_an_integer(fetched_config, tmp_path, capsys):
-    import yaml
-
     from afbench.cli import main
 
-    path = tmp_path / "c.yaml"
-    path.write_text(yaml.safe_dump(fetched_config))
-    assert main(["tasks", "--config", str(path), "--name", "x", "--limit", "two"]) == 2
-    assert "--limit must be a whole number" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "tasks",
-                "--config",
-                str(path),
-                "--name",
-                "x",
-                "--book",
-                "demo_source_02",
-                "--limit",
-                "2",
-            ]
-        )
-        == 0
-    )
+    from conftest import config_file
+
+    common = [
+        "tasks",
+        "--release-dir",
+        str(release_dir(fetched_config)),
+        "--config",
+        config_file(fetched_config),
+        "--output",
+        str(tmp_path / "x.json"),
+    ]
+    assert main([*common, "--limit", "two"]) == 2
+    assert "field '--limit': not a whole number" in capsys.readouterr().err
+    assert not (tmp_path / "x.json").exists()
+    assert main([*common, "--book", "demo_source_02", "--limit", "2"]) == 0
+    assert len(json.loads((tmp_path / "x.json").read_text())["task_ids"]) == 2
 
 
 @pytest.fixture
@@ -146,8 +152,10 @@ def upstream(tmp_path, release_files):
 
 
 def _plan(cfg, catalog, repo, agent="nop", model=None, jobs=Path("/srv/jobs")):
+    """A plan for the catalog as if its release were pinned at cfg's revision."""
+    catalog = {**catalog, "release": {**catalog["release"], "revision": cfg["release"]["revision"]}}
     selection = select_tasks(catalog, "pair", tasks=["demo_s01_t001", "demo_s02_t001"])
-    return build_plan(cfg, selection, agent, model, str(repo), jobs)
+    return build_plan(catalog, selection, agent, model, str(repo), "tasks", str(jobs), "docker")
 
 
 def test_nop_plan_argv_is_exact(fetched_config, catalog, upstream):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from .errors import AfbenchError, Problem, raise_if
+from .records import ANALYSIS, record
 from .stats import (
     holm,
     mcnemar_exact,
@@ -14,6 +16,60 @@ from .stats import (
 )
 
 ALPHA = 0.05
+
+
+def check_current(
+    summary: tuple[str, dict], imports: list[tuple[str, dict]], catalog: dict, receipt: dict
+) -> None:
+    """Refuse to report numbers that are not the pinned ones: a model import older than its
+    pin or than the catalog, or a summary that does not come from exactly these imports (an
+    older comparison, or one whose newer run was refused)."""
+    pins = {entry["path"]: entry["actual_sha256"] for entry in receipt["files"]}
+    problems = []
+    for path, imp in imports:
+        model_file = imp["file"]
+        if imp["inputs"].get(model_file) != pins.get(model_file):
+            problems.append(
+                Problem(
+                    f"import of model '{imp['model']}' is older than its pin: import it again",
+                    file=path,
+                    field=f"inputs.{model_file}",
+                    expected=pins.get(model_file),
+                    found=imp["inputs"].get(model_file),
+                )
+            )
+        elif {k: v for k, v in imp["inputs"].items() if k != model_file} != catalog["inputs"]:
+            problems.append(
+                Problem(
+                    f"import of model '{imp['model']}' was checked against another task catalog: "
+                    f"import it again",
+                    file=path,
+                    field="inputs",
+                )
+            )
+    summary_path, body = summary
+    expected = {path: sha for _, imp in imports for path, sha in imp["inputs"].items()}
+    shown = sorted(row["model"] for row in body["leaderboard"])
+    wanted = sorted(imp["model"] for _, imp in imports)
+    if body["inputs"] != expected or shown != wanted:
+        problems.append(
+            Problem(
+                "the comparison summary does not come from these model imports (an older "
+                "comparison, or a newer one that was refused): compare them again",
+                file=summary_path,
+                field="inputs",
+                expected=f"models {wanted}",
+                found=f"models {shown}",
+            )
+        )
+    raise_if(problems)
+    if catalog["release"]["revision"] != receipt["release"]["revision"]:
+        raise AfbenchError(
+            "the catalog belongs to another revision than the receipt",
+            field="release.revision",
+            expected=receipt["release"]["revision"],
+            found=catalog["release"]["revision"],
+        )
 
 
 def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
@@ -46,10 +102,10 @@ def compactor(catalog: dict):
 
     def compact(imp: dict) -> dict:
         bits, by_source = 0, dict.fromkeys(source_ids, 0)
-        for record in imp["records"]:
-            if record["success"]:
-                bits |= 1 << position[record["task_id"]]
-                by_source[record["source_id"]] += 1
+        for task in imp["records"]:
+            if task["success"]:
+                bits |= 1 << position[task["task_id"]]
+                by_source[task["source_id"]] += 1
         return {
             **{k: v for k, v in imp.items() if k != "records"},
             "success_bits": bits,
@@ -136,11 +192,41 @@ def cost_success(imports: list[dict]) -> dict:
     }
 
 
+LOCAL_OUTCOMES = ("accepted", "rejected", "unverified", "error", "incomplete", "missing")
+
+
+def local_run_rows(runs: list[dict]) -> list[dict]:
+    """One row per (run, configuration): a local run is never pooled across agents, models or
+    settings, so neither is its line in the report."""
+    rows = []
+    for run in runs:
+        if not isinstance(run.get("configurations"), list):
+            raise AfbenchError(
+                f"run '{run.get('run')}': its summary has no per-configuration results (written "
+                "by an older afbench, which pooled configurations); import the run again",
+                field="configurations",
+            )
+        for config in run["configurations"]:
+            rows.append(
+                {
+                    "run": run["run"],
+                    "configuration": config["configuration"],
+                    "selection": run["selection"]["name"],
+                    "tasks": run["selection"]["tasks"],
+                    "counts": {k: config["counts"][k] for k in LOCAL_OUTCOMES},
+                    "success_rate": config["success_rate"],
+                    "success_rate_bounds": config["success_rate_bounds"],
+                    "pass_at_k": config["pass_at_k"],
+                }
+            )
+    return rows
+
+
 def analyse(
     summary: dict, imports: list[dict], catalog: dict, runs: list[dict], confidence: float
 ) -> dict:
     return {
-        "kind": "afbench analysis",
+        **record(ANALYSIS),
         "note": summary["note"],
         "license": summary["license"],
         "release": summary["release"],
@@ -152,5 +238,5 @@ def analyse(
         "per_source": per_source(imports, catalog),
         "cost_success": cost_success(imports),
         "budget_audit": summary["budget_audit"],
-        "local_runs": runs,
+        "local_runs": local_run_rows(runs),
     }

@@ -6,8 +6,6 @@ import hashlib
 import json
 from collections import Counter
 
-from . import license_note
-from .config import file_for
 from .csvtable import (
     first_rows,
     int_column,
@@ -18,8 +16,8 @@ from .csvtable import (
     text_column,
 )
 from .errors import AfbenchError, Problem, raise_if
-from .fetch import read_verified
 from .fsutil import check_name
+from .records import CATALOG, SELECTION, record
 
 CATALOG_NOTE = (
     "Metadata view of the release's tasks (source-free): declarations, source "
@@ -114,17 +112,28 @@ def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list
 
 
 def cross_check(tasks: list[dict], sources: list[dict], expected: dict, files: dict) -> None:
+    """MANIFEST against SOURCES and the release's declared counts. `tasks` is in MANIFEST order
+    (parse_manifest keeps every row), so a task's row in spreadsheet numbering (the header is
+    row 1) is its index + 2."""
+    from .csvtable import closest
+
     problems = []
     known = {s["source_id"] for s in sources}
-    for task in tasks:
+    suggestions: dict[str, list[str]] = {}
+    for index, task in enumerate(tasks):
         if task["source_id"] not in known:
+            if task["source_id"] not in suggestions:
+                suggestions[task["source_id"]] = closest(task["source_id"], sorted(known))
+            near = suggestions[task["source_id"]]
             problems.append(
                 Problem(
-                    "source_id not in SOURCES",
+                    f"task '{task['task_id']}': source_id not in SOURCES",
                     file=files["manifest"],
+                    row=index + 2,
                     field="source_id",
                     found=task["source_id"],
-                    expected=f"one of {len(known)} sources",
+                    expected=f"one of the {len(known)} sources in {files['sources']}"
+                    + (f" (closest: {', '.join(near)})" if near else ""),
                 )
             )
     per_source = Counter(t["source_id"] for t in tasks)
@@ -159,64 +168,36 @@ def cross_check(tasks: list[dict], sources: list[dict], expected: dict, files: d
     raise_if(problems)
 
 
-def load_release_tasks(config: dict) -> tuple[list[dict], list[dict], dict]:
-    """Verified, parsed and cross-checked MANIFEST and SOURCES."""
-    specs = {kind: file_for(config, kind) for kind in ("manifest", "sources")}
-    names = {kind: spec.path for kind, spec in specs.items()}
-    tasks, task_extra = parse_manifest(
-        read_verified(config, specs["manifest"]), names["manifest"], config["columns"]["manifest"]
-    )
-    sources, source_extra = parse_sources(
-        read_verified(config, specs["sources"]), names["sources"], config["columns"]["sources"]
-    )
-    cross_check(tasks, sources, config["release"]["expected_counts"], names)
-    meta = {
-        "inputs": {spec.path: spec.sha256 for spec in specs.values()},
-        "extra_columns": {names["manifest"]: task_extra, names["sources"]: source_extra},
-    }
-    return tasks, sources, meta
-
-
-def release_header(config: dict) -> dict:
-    release = config["release"]
-    return {
-        key: release[key]
-        for key in ("name", "repository", "revision", "synthetic", "lean", "mathlib", "harbor")
-    }
-
-
-def build_catalog(config: dict) -> dict:
-    tasks, sources, meta = load_release_tasks(config)
-    release = config["release"]
+def build_catalog(
+    manifest: tuple[bytes, dict],
+    sources: tuple[bytes, dict],
+    columns: dict,
+    expected_counts: dict,
+    release: dict,
+    license: str,
+) -> dict:
+    """The catalog from verified MANIFEST and SOURCES bytes, each with its receipt entry."""
+    (manifest_bytes, manifest_entry), (sources_bytes, sources_entry) = manifest, sources
+    names = {"manifest": manifest_entry["path"], "sources": sources_entry["path"]}
+    tasks, task_extra = parse_manifest(manifest_bytes, names["manifest"], columns["manifest"])
+    source_rows, source_extra = parse_sources(sources_bytes, names["sources"], columns["sources"])
+    cross_check(tasks, source_rows, expected_counts, names)
     tree = f"https://github.com/{release['repository']}/tree/{release['revision']}/"
-    return {
-        "kind": "afbench task catalog",
-        "note": CATALOG_NOTE,
-        "release": release_header(config),
-        "license": license_note(config["release"]),
-        "inputs": meta["inputs"],
-        "extra_columns": meta["extra_columns"],
-        "counts": {
+    return record(
+        CATALOG,
+        note=CATALOG_NOTE,
+        release=release,
+        license=license,
+        inputs={e["path"]: e["actual_sha256"] for e in (manifest_entry, sources_entry)},
+        extra_columns={names["manifest"]: task_extra, names["sources"]: source_extra},
+        counts={
             "tasks": len(tasks),
-            "sources": len(sources),
+            "sources": len(source_rows),
             "obligations": sum(t["n_obligations"] for t in tasks),
         },
-        "sources": sources,
-        "tasks": [{**task, "workspace_url": tree + task["workspace"]} for task in tasks],
-    }
-
-
-def check_catalog_current(config: dict, catalog: dict, file: str) -> None:
-    pinned = {file_for(config, k).path: file_for(config, k).sha256 for k in ("manifest", "sources")}
-    if (
-        catalog.get("inputs") != pinned
-        or catalog.get("release", {}).get("revision") != config["release"]["revision"]
-    ):
-        raise AfbenchError(
-            "catalog was built from other inputs than the pinned ones; rebuild "
-            "it with `afbench tasks`",
-            file=file,
-        )
+        sources=source_rows,
+        tasks=[{**task, "workspace_url": tree + task["workspace"]} for task in tasks],
+    )
 
 
 def _unique(values: list, what: str) -> None:
@@ -229,36 +210,38 @@ def select_tasks(
     catalog: dict,
     name: str,
     tasks: list[str] | None = None,
-    books: list[str] | None = None,
+    sources: list[str] | None = None,
     limit: object = None,
 ) -> dict:
-    """A deterministic selection: manifest order, filtered by books and tasks, then limited."""
+    """A deterministic selection: MANIFEST order, filtered by sources and tasks, then limited.
+
+    `sources` are source ids (the seed CLI's `--book`)."""
     check_name(name, "selection name")
-    tasks, books = list(tasks or []), list(books or [])
+    tasks, sources = list(tasks or []), list(sources or [])
     _unique(tasks, "task")
-    _unique(books, "book")
+    _unique(sources, "source")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise AfbenchError(
             "limit must be a whole number of at least 1", field="limit", found=str(limit)
         )
     all_ids = {t["task_id"] for t in catalog["tasks"]}
-    all_books = {s["source_id"] for s in catalog["sources"]}
+    all_sources = {s["source_id"] for s in catalog["sources"]}
     problems = [Problem("unknown task", field="task", found=t) for t in tasks if t not in all_ids]
     problems += [
         Problem(
-            "unknown book (source_id)",
-            field="book",
+            "unknown source_id (--book)",
+            field="source",
             found=b,
-            expected=f"one of {sorted(all_books)}",
+            expected=f"one of {sorted(all_sources)}",
         )
-        for b in books
-        if b not in all_books
+        for b in sources
+        if b not in all_sources
     ]
     raise_if(problems)
     chosen = [
         t
         for t in catalog["tasks"]
-        if (not books or t["source_id"] in books) and (not tasks or t["task_id"] in tasks)
+        if (not sources or t["source_id"] in sources) and (not tasks or t["task_id"] in tasks)
     ]
     if not chosen:
         raise AfbenchError(
@@ -279,20 +262,20 @@ def select_tasks(
             sort_keys=True,
         ).encode()
     ).hexdigest()
-    return {
-        "kind": "afbench task selection",
-        "note": CATALOG_NOTE,
-        "name": name,
-        "release": catalog["release"],
-        "license": catalog["license"],
-        "criteria": {
+    return record(
+        SELECTION,
+        note=CATALOG_NOTE,
+        name=name,
+        release=catalog["release"],
+        license=catalog["license"],
+        criteria={
             "tasks": tasks,
-            "books": books,
+            "sources": sources,
             "limit": limit,
-            "order": "MANIFEST order, filtered by books and tasks, then limited",
+            "order": "MANIFEST order, filtered by sources and tasks, then limited",
         },
-        "selection_sha256": digest,
-        "counts": {"tasks": len(chosen), "obligations": sum(t["n_obligations"] for t in chosen)},
-        "task_ids": ids,
-        "tasks": chosen,
-    }
+        selection_sha256=digest,
+        counts={"tasks": len(chosen), "obligations": sum(t["n_obligations"] for t in chosen)},
+        task_ids=ids,
+        tasks=chosen,
+    )

@@ -15,7 +15,11 @@ from typing import NamedTuple
 
 from .errors import AfbenchError
 
-SCHEMA_PATH = Path(__file__).resolve().parent / "data" / "config.schema.yaml"
+DATA = Path(__file__).resolve().parent / "data"
+SCHEMA_PATH = DATA / "config.schema.yaml"
+# The official release's pins and settings (config/config.yaml is a link to this file), used
+# by the CLI when no --config is given.
+OFFICIAL_CONFIG = DATA / "official.yaml"
 
 
 class ReleaseFile(NamedTuple):
@@ -100,8 +104,8 @@ def validate_config(data: dict, origin: str = "config") -> dict:
 
 
 def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
-    if not paths:
-        raise AfbenchError("no config given: pass --config FILE (e.g. config/demo.yaml)")
+    """Config files merged in order (later over earlier) and validated; none: the official."""
+    paths = list(paths) or [OFFICIAL_CONFIG]
     data: dict = {}
     for path in paths:
         data = merge(data, _load_yaml_or_json(path))
@@ -113,10 +117,6 @@ def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
 def config_digest(config: dict) -> str:
     canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
-
-
-def revision_dir(config: dict) -> Path:
-    return Path(config["results_dir"]) / config["release"]["revision"]
 
 
 def release_files(config: dict) -> list[ReleaseFile]:
@@ -186,18 +186,3 @@ def file_for(config: dict, key: str) -> ReleaseFile:
         f"no release file named '{key}'",
         expected=f"one of {[f.key for f in release_files(config)]}",
     )
-
-
-def report_slice(config: dict) -> dict:
-    """The settings the report depends on (and whose digest it shows): not plans or
-    selections, so changing those does not redraw it."""
-    models = selected_models(config)
-    return {
-        "results_dir": config["results_dir"],
-        "release": config["release"],
-        "files": config["files"],
-        "models": {m: config["models"][m] for m in models},
-        "import": dict(config["import"], models=models),
-        "runs": config["runs"],
-        "report": config["report"],
-    }

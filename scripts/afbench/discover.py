@@ -8,10 +8,10 @@ import io
 import subprocess
 from pathlib import Path, PurePosixPath
 
-from .config import revision_dir
 from .csvtable import closest
 from .errors import AfbenchError, Problem
-from .fsutil import atomic_write_bytes, json_bytes, sha256_bytes
+from .fsutil import sha256_bytes
+from .records import DISCOVERY, record
 
 KIND_COLUMNS = ("manifest", "sources", "results")
 
@@ -174,28 +174,24 @@ def fragment_yaml(fragment: dict, checkout: Path, revision: str) -> bytes:
     return (header + yaml.safe_dump(fragment, sort_keys=False)).encode()
 
 
-def discover(config: dict, checkout: Path) -> list[str]:
+def discover(config: dict, checkout: Path) -> tuple[dict, bytes, list[str], list]:
+    """Compare `config` (its release revision, files, models, columns and source.max_bytes)
+    with the CSVs of `checkout` at the pinned revision: (discovery record, fragment YAML,
+    warnings). Problems (a pin that differs) are raised after the caller has the record."""
     revision = config["release"]["revision"]
     checkout = checkout.resolve()
     if not checkout.is_dir():
         raise AfbenchError("checkout not found", file=str(checkout))
     csvs = list_csvs(checkout, revision, config["source"]["max_bytes"])
     result = compare(config, csvs)
-    out = revision_dir(config)
-    report = {
-        "kind": "afbench discovery",
-        "checkout": str(checkout),
-        "revision": revision,
-        "observed_not_published": True,
-        "csv_files": list(csvs.values()),
-        **{k: v for k, v in result.items() if k != "problems"},
-    }
-    atomic_write_bytes(out / "discovery.json", json_bytes(report))
-    atomic_write_bytes(
-        out / "discovered.yaml", fragment_yaml(result["fragment"], checkout, revision)
+    report = record(
+        DISCOVERY,
+        checkout=str(checkout),
+        revision=revision,
+        observed_not_published=True,
+        csv_files=list(csvs.values()),
+        **{k: v for k, v in result.items() if k not in ("problems", "kind")},
     )
-    if result["problems"]:
-        raise AfbenchError(problems=result["problems"])
     warnings = []
     for entry in result["files"]:
         if entry["found_path"] is None:
@@ -219,5 +215,9 @@ def discover(config: dict, checkout: Path) -> list[str]:
             )
     for extra in result["unconfigured_results"]:
         warnings.append(f"results file {extra['path']} is not in config")
-    warnings.append(f"wrote {out / 'discovered.yaml'} (review it, then merge it into config)")
-    return warnings
+    return (
+        report,
+        fragment_yaml(result["fragment"], checkout, revision),
+        warnings,
+        result["problems"],
+    )

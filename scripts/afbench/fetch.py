@@ -1,5 +1,5 @@
 """Fetch the pinned release files from https, a local git checkout or a mirror folder, and
-prove every byte with its SHA-256 pin before it lands under results/<revision>/release/."""
+prove every byte with its SHA-256 pin before it lands in the release folder."""
 
 from __future__ import annotations
 
@@ -7,16 +7,11 @@ import time
 from pathlib import Path
 
 from . import license_note
-from .config import (
-    ReleaseFile,
-    missing_pin_error,
-    pinned_files,
-    release_files,
-    revision_dir,
-    unpinned_models,
-)
+from .config import ReleaseFile
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, json_bytes, sha256_bytes, sha256_file
+from .fsutil import atomic_write_bytes, sha256_bytes, sha256_file
+from .records import RECEIPT, VERIFIED_FILE, record
+from .release import identity
 
 MAX_REDIRECTS = 5
 
@@ -262,17 +257,13 @@ class DirSource:
         return target.read_bytes()
 
 
-def make_source(config: dict):
-    source, release = config["source"], config["release"]
+def make_source(source: dict, repository: str, revision: str):
+    """The configured source (`source:` in config) at the pinned revision."""
     if source["kind"] == "https":
-        return HttpsSource(source, release["repository"], release["revision"])
+        return HttpsSource(source, repository, revision)
     if source["kind"] == "git":
-        return GitSource(source, release["revision"])
+        return GitSource(source, revision)
     return DirSource(source)
-
-
-def release_path(config: dict, spec: ReleaseFile) -> Path:
-    return revision_dir(config) / "release" / spec.path
 
 
 def verify_cached(path: Path, spec: ReleaseFile) -> bool:
@@ -292,15 +283,15 @@ def verify_cached(path: Path, spec: ReleaseFile) -> bool:
     return True
 
 
-def fetch_one(config: dict, spec: ReleaseFile, source=None) -> Path:
+def fetch_file(source, spec: ReleaseFile, dest: Path) -> None:
+    """One release file at `dest`: kept if it already matches its pin, else downloaded,
+    checked against the pin, made read-only and renamed into place."""
     if not spec.sha256:
         raise AfbenchError(
             "file has no SHA-256 pin, so it cannot be verified", file=spec.path, field="sha256"
         )
-    dest = release_path(config, spec)
     if verify_cached(dest, spec):
-        return dest
-    source = source or make_source(config)
+        return
     data = source.read(spec.path)
     actual = sha256_bytes(data)
     if actual != spec.sha256:
@@ -311,103 +302,94 @@ def fetch_one(config: dict, spec: ReleaseFile, source=None) -> Path:
             found=f"sha256 {actual}",
         )
     atomic_write_bytes(dest, data, read_only=True)
-    return dest
 
 
-def read_verified(config: dict, spec: ReleaseFile) -> bytes:
-    """The bytes of a fetched release file, re-verified against its pin at read time."""
-    path = release_path(config, spec)
-    if not spec.sha256:
-        raise AfbenchError("file has no SHA-256 pin and is never read", file=spec.path)
-    if path.is_symlink():
-        raise AfbenchError("release file is a symbolic link; refusing it", file=str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AfbenchError(
-            "release file not fetched yet (run `afbench fetch`)", file=str(path)
-        ) from None
-    actual = sha256_bytes(data)
-    if actual != spec.sha256:
-        raise AfbenchError(
-            "release file changed since it was verified; refusing to read it",
-            file=str(path),
-            expected=f"sha256 {spec.sha256}",
-            found=f"sha256 {actual}",
-        )
-    return data
+def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> dict:
+    """One fetched file re-hashed against its pin: the verified-file record later stages read
+    (with the release identity they carry on)."""
+    path = Path(path)
+    if not verify_cached(path, spec):
+        raise AfbenchError("release file missing; fetch it first", file=str(path))
+    described = make_source(source, release["repository"], release["revision"])
+    entry = {
+        "key": spec.key,
+        "kind": spec.kind,
+        "path": spec.path,
+        "source": described.describe(spec.path),
+        "expected_sha256": spec.sha256,
+        "actual_sha256": sha256_file(path),
+        "size": path.stat().st_size,
+        "verified": True,
+    }
+    return record(
+        VERIFIED_FILE,
+        release=identity(release),
+        source_kind=source["kind"],
+        license=license_note(release),
+        file=entry,
+    )
 
 
-def receipt(config: dict) -> dict:
-    """What was fetched, from where, with both hashes: every pinned file must be in place."""
-    source = make_source(config)
-    files = []
-    for spec in pinned_files(config):
-        path = release_path(config, spec)
-        if not verify_cached(path, spec):
-            raise AfbenchError("release file missing; fetch it first", file=str(path))
-        files.append(
+def combine_receipt(verified: list[dict], skipped: list[ReleaseFile]) -> dict:
+    """The release's receipt from its verified-file records, which must share one release."""
+    if not verified:
+        raise AfbenchError("no verified files to make a receipt of")
+    first = verified[0]
+    for other in verified[1:]:
+        if (other["release"], other["source_kind"]) != (first["release"], first["source_kind"]):
+            raise AfbenchError(
+                "verified files come from different releases or sources",
+                field=f"files.{other['file']['key']}",
+                expected=first["release"]["revision"],
+                found=other["release"]["revision"],
+            )
+    keys = [v["file"]["key"] for v in verified]
+    if len(set(keys)) != len(keys):
+        raise AfbenchError("a release file is listed twice", field="files", found=str(keys))
+    return record(
+        RECEIPT,
+        release=first["release"],
+        source_kind=first["source_kind"],
+        files=[v["file"] for v in verified],
+        skipped=[
             {
                 "key": spec.key,
-                "kind": spec.kind,
                 "path": spec.path,
-                "source": source.describe(spec.path),
-                "expected_sha256": spec.sha256,
-                "actual_sha256": sha256_file(path),
-                "size": path.stat().st_size,
-                "verified": True,
-            }
-        )
-    release = config["release"]
-    return {
-        "release": {key: release[key] for key in ("name", "repository", "revision", "synthetic")},
-        "source_kind": config["source"]["kind"],
-        "files": files,
-        "skipped": [
-            {
-                "key": slug,
-                "path": config["models"][slug]["path"],
                 "reason": "no SHA-256 pin in config; not fetched, never read",
             }
-            for slug in unpinned_models(config)
+            for spec in skipped
         ],
-        "license": license_note(config["release"]),
-    }
+        license=first["license"],
+    )
 
 
-def fetch_release(config: dict, only: list[str] | None = None) -> list[str]:
-    """Fetch (or re-verify) files; without `only`, all pinned files and then the receipt.
+def build_receipt(
+    release: dict,
+    source: dict,
+    pins: list[ReleaseFile],
+    paths: dict[str, Path],
+    skipped: list[ReleaseFile],
+) -> dict:
+    """What was fetched, from where, with both hashes. Every pinned file must be in place at
+    `paths[key]` and match its pin; `skipped` are the files config names without a pin."""
+    verified = [verify_file(release, source, spec, paths[spec.key]) for spec in pins]
+    return combine_receipt(verified, skipped)
 
-    Returns warnings for the caller to show.
-    """
-    known = {spec.key: spec for spec in release_files(config)}
-    warnings = []
-    if only:
-        unknown = [key for key in only if key not in known]
-        if unknown:
-            raise AfbenchError(
-                f"unknown release file {unknown[0]!r}", expected=f"one of {sorted(known)}"
-            )
-        specs = [known[key] for key in only]
-        for spec in specs:
-            if not spec.sha256:
-                raise missing_pin_error(config, spec.key)
-    else:
-        specs = pinned_files(config)
-        warnings = [
-            f"model '{slug}' has no SHA-256 pin in config: skipped (supply "
-            f"models.{slug}.sha256 to fetch it)"
-            for slug in unpinned_models(config)
-        ]
-    source = make_source(config)
+
+def fetch_release(
+    release: dict,
+    source: dict,
+    pins: list[ReleaseFile],
+    skipped: list[ReleaseFile],
+    release_dir: Path,
+) -> dict:
+    """Fetch (or re-verify) every pinned file into `release_dir` and return the receipt."""
+    reader = make_source(source, release["repository"], release["revision"])
+    paths = {spec.key: Path(release_dir) / spec.path for spec in pins}
     try:
-        for spec in specs:
-            fetch_one(config, spec, source)
+        for spec in pins:
+            fetch_file(reader, spec, paths[spec.key])
     finally:
-        if isinstance(source, GitSource):
-            source.close()
-    if not only:
-        atomic_write_bytes(
-            revision_dir(config) / "release" / "receipt.json", json_bytes(receipt(config))
-        )
-    return warnings
+        if isinstance(reader, GitSource):
+            reader.close()
+    return build_receipt(release, source, pins, paths, skipped)

@@ -4,12 +4,10 @@ audit, and comparisons refused unless they are like for like."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from datetime import date, datetime
 
-from . import license_note
 from .budget import budget_audit
-from .catalog import load_release_tasks, release_header
-from .config import file_for, missing_pin_error
 from .csvtable import (
     cost_column,
     first_rows,
@@ -20,7 +18,7 @@ from .csvtable import (
     read_table,
 )
 from .errors import AfbenchError, Problem, raise_if
-from .fetch import read_verified
+from .records import MODEL_IMPORT, SUMMARY, record
 
 REPORTED_NOTE = (
     "Summary of results reported by the benchmark's authors (source-present "
@@ -29,6 +27,15 @@ REPORTED_NOTE = (
 )
 CONSTANT_FIELDS = ("source_condition", "scaffold", "tools", "stopping_policy")
 COMPARED_FIELDS = ("task_set", *CONSTANT_FIELDS, "budget_usd")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One model's results file as config pins it."""
+
+    slug: str
+    display_name: str
+    pinned_condition: str
 
 
 def _parse_finished(text: str) -> str | None:
@@ -253,17 +260,15 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
     return records, constants, table.extra_columns
 
 
-def check_request(config: dict, slug: str, source_condition: str, budget_usd: float) -> None:
-    pinned = config["models"][slug]["source_condition"]
-    if source_condition != pinned:
+def check_request(model: ModelSpec, source_condition: str, budget_usd: float, nominal: float):
+    if source_condition != model.pinned_condition:
         raise AfbenchError(
-            f"model '{slug}' is pinned as {pinned}; its results cannot be "
+            f"model '{model.slug}' is pinned as {model.pinned_condition}; its results cannot be "
             f"relabelled {source_condition}",
             field="source_condition",
-            expected=pinned,
+            expected=model.pinned_condition,
             found=source_condition,
         )
-    nominal = config["release"]["nominal_budget_usd"]
     if budget_usd != nominal:
         raise AfbenchError(
             "the budget must be the release's nominal budget; another value "
@@ -274,27 +279,29 @@ def check_request(config: dict, slug: str, source_condition: str, budget_usd: fl
         )
 
 
-def import_model(config: dict, slug: str, source_condition: str, budget_usd: float) -> dict:
-    if slug not in config["models"]:
-        raise AfbenchError(
-            f"unknown model '{slug}'", field="model", expected=f"one of {sorted(config['models'])}"
-        )
-    if not config["models"][slug]["sha256"]:
-        raise missing_pin_error(config, slug)
-    check_request(config, slug, source_condition, budget_usd)
-    tasks, _, meta = load_release_tasks(config)
-    spec = file_for(config, slug)
+def import_model(
+    catalog: dict,
+    results: tuple[bytes, dict],
+    model: ModelSpec,
+    columns: dict,
+    source_condition: str,
+    budget_usd: float,
+) -> dict:
+    """One model's results file (verified bytes and receipt entry) checked task by task
+    against the catalog."""
+    check_request(model, source_condition, budget_usd, catalog["release"]["nominal_budget_usd"])
+    data, entry = results
     records, constants, extra = parse_results(
-        read_verified(config, spec),
-        spec.path,
-        config["columns"]["results"],
-        {t["task_id"]: t for t in tasks},
-        config["models"][slug]["source_condition"],
+        data,
+        entry["path"],
+        columns,
+        {t["task_id"]: t for t in catalog["tasks"]},
+        model.pinned_condition,
     )
-    return summarize_model(config, slug, records, constants, budget_usd, spec, meta, extra)
+    return summarize_model(catalog, model, records, constants, budget_usd, entry, extra)
 
 
-def summarize_model(config, slug, records, constants, budget_usd, spec, meta, extra) -> dict:
+def summarize_model(catalog, model, records, constants, budget_usd, entry, extra) -> dict:
     costs = [r["cost_usd"] for r in records]
     passes = sum(r["success"] for r in records)
     stop_reasons: dict[str, int] = {}
@@ -302,15 +309,15 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
         stop_reasons[r["stop_reason"]] = stop_reasons.get(r["stop_reason"], 0) + 1
     infra = [r["task_id"] for r in records if r["stop_reason"] == "infrastructure_error"]
     return {
-        "kind": "afbench official results import",
+        **record(MODEL_IMPORT),
         "note": REPORTED_NOTE,
         "local_capability_score": None,
-        "license": license_note(config["release"]),
-        "release": release_header(config),
-        "model": slug,
-        "display_name": config["models"][slug]["display_name"],
-        "file": spec.path,
-        "inputs": {spec.path: spec.sha256, **meta["inputs"]},
+        "license": catalog["license"],
+        "release": catalog["release"],
+        "model": model.slug,
+        "display_name": model.display_name,
+        "file": entry["path"],
+        "inputs": {entry["path"]: entry["actual_sha256"], **catalog["inputs"]},
         "budget_usd": budget_usd,
         **{field: constants.get(field) for field in CONSTANT_FIELDS},
         "tasks": len(records),
@@ -337,7 +344,7 @@ def summarize_model(config, slug, records, constants, budget_usd, spec, meta, ex
             "known": sum(r["finished_at"] is not None for r in records),
             "unknown": sum(r["finished_at"] is None for r in records),
         },
-        "budget_audit": budget_audit(records, budget_usd, slug),
+        "budget_audit": budget_audit(records, budget_usd, model.slug),
         "extra_columns": extra,
         "task_set_sha256": hashlib.sha256(
             "\n".join(sorted(r["task_id"] for r in records)).encode()
@@ -398,17 +405,17 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
     }
 
 
-def summarize(config: dict, imports: list[dict], strict_budget: bool) -> dict:
+def summarize(imports: list[dict], strict_budget: bool) -> dict:
     comparison = compare(imports, strict_budget)
     board = sorted(imports, key=lambda i: (-i["passes"], i["model"]))
     over = [rec for imp in imports for rec in imp["budget_audit"]["over_budget"]]
     first = imports[0]
     return {
-        "kind": "afbench official results summary",
+        **record(SUMMARY),
         "note": REPORTED_NOTE,
         "local_capability_score": None,
-        "license": license_note(config["release"]),
-        "release": release_header(config),
+        "license": first["license"],
+        "release": first["release"],
         "source_condition": first["source_condition"],
         "budget_usd": first["budget_usd"],
         "comparison": comparison,

@@ -6,9 +6,9 @@ import re
 import subprocess
 from pathlib import Path
 
-from . import license_note
 from .errors import AfbenchError
 from .fsutil import check_name
+from .records import PLAN, record
 
 # `harbor run` is `harbor jobs start`; flags checked against the harbor 0.22.0 wheel's CLI.
 HARBOR_AGENTS = frozenset(
@@ -142,21 +142,46 @@ def check_repository(repository_dir: str | None, revision: str) -> Path:
     return path
 
 
+def plan_label(agent: str, model: str | None) -> str:
+    """A plan's file name: the agent, or agent__provider__model for a real model."""
+    return check_name(
+        agent if model is None else f"{agent}__{model.replace('/', '__')}", "plan name"
+    )
+
+
 def build_plan(
-    config: dict,
+    catalog: dict,
     selection: dict,
     agent: str,
     model: str | None,
     repository_dir: str | None,
-    jobs_dir: Path,
+    tasks_dir: str,
+    jobs_dir: str,
+    environment_type: str,
+    harbor: str = "harbor",
 ) -> dict:
-    release = config["release"]
+    """The plan for one selection and one agent (and model). `tasks_dir` is relative to the
+    checkout unless absolute; `jobs_dir` is made absolute; `harbor` is the executable to run."""
+    release = catalog["release"]
+    if selection["release"] != release:
+        raise AfbenchError(
+            "selection was made from another release than the catalog; rebuild it",
+            field="selection.release.revision",
+            expected=release["revision"],
+            found=selection["release"].get("revision"),
+        )
+    unknown = sorted(set(selection["task_ids"]) - {t["task_id"] for t in catalog["tasks"]})
+    if unknown:
+        raise AfbenchError(
+            "selection names tasks the catalog lacks",
+            field="task_ids",
+            found=", ".join(unknown[:20]),
+        )
     check_agent(agent, model)
     repo = check_repository(repository_dir, release["revision"])
-    settings = config["plans"]
-    tasks_dir = Path(settings["tasks_dir"])
-    tasks_dir = tasks_dir if tasks_dir.is_absolute() else repo / tasks_dir
-    jobs_dir = jobs_dir.resolve()
+    tasks_path = Path(tasks_dir)
+    tasks_path = tasks_path if tasks_path.is_absolute() else repo / tasks_path
+    jobs_path = Path(jobs_dir).resolve()
     exporter = str(repo / EXPORTER)
     label = check_name(
         agent if model is None else f"{agent}-{model.replace('/', '_')}", "agent/model label"
@@ -167,14 +192,14 @@ def build_plan(
         job_name = (
             f"afbench-{selection['name']}-{label}-{task_id}-{selection['selection_sha256'][:8]}"
         )
-        run = ["harbor", "run", "-p", str(tasks_dir / task_id), "-a", agent]
+        run = [harbor, "run", "-p", str(tasks_path / task_id), "-a", agent]
         if model is not None:
             run += ["-m", model]
         run += [
             "--job-name",
             job_name,
             "-o",
-            str(jobs_dir),
+            str(jobs_path),
             "-n",
             "1",
             "-k",
@@ -182,13 +207,13 @@ def build_plan(
             "-y",
             "-q",
             "-e",
-            settings["environment_type"],
+            environment_type,
         ]
         tasks.append(
             {
                 "task_id": task_id,
                 "job_name": job_name,
-                "job_dir": str(jobs_dir / job_name),
+                "job_dir": str(jobs_path / job_name),
                 "export": {"argv": ["python", exporter, "--problem", task_id], "cwd": str(repo)},
                 "check": {
                     "argv": ["python", exporter, "--problem", task_id, "--check"],
@@ -200,13 +225,13 @@ def build_plan(
         )
     images = release["images"]
     return {
-        "kind": "afbench harbor run plan",
+        **record(PLAN),
         "note": "A plan only: nothing was executed and nothing installed. Run the export, its "
         "--check, then harbor run, in that order, per task.",
         "executed": False,
         "dollar_cap_enforced": False,
-        "release": {key: release[key] for key in ("name", "repository", "revision", "synthetic")},
-        "license": license_note(config["release"]),
+        "release": release,
+        "license": catalog["license"],
         "selection": {
             "name": selection["name"],
             "selection_sha256": selection["selection_sha256"],
@@ -216,7 +241,7 @@ def build_plan(
         "model": model,
         "expected_reward": 0 if agent == "nop" else None,
         "repository_dir": str(repo),
-        "environment_type": settings["environment_type"],
+        "environment_type": environment_type,
         "timeouts": {
             "agent_s": AGENT_TIMEOUT_S,
             "verifier_s": VERIFIER_TIMEOUT_S,

@@ -214,49 +214,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         '<h2 id="local-runs">Local runs (source-free, unattested; kept apart)</h2>'
         '<div class="card apart">'
     )
-    runs = analysis["local_runs"]
-    if runs:
-        parts.append(
-            '<p class="note">Never comparable to the source-present leaderboard '
-            "above. Errors have no reward; without a decided outcome for every task "
-            "only bounds are given.</p>"
-        )
-        parts.append(
-            _table(
-                [
-                    "run",
-                    "selection",
-                    "tasks",
-                    "accepted",
-                    "rejected",
-                    "error",
-                    "incomplete",
-                    "missing",
-                    "success rate",
-                    "bounds",
-                ],
-                [
-                    [
-                        r["run"],
-                        r["selection"]["name"],
-                        r["selection"]["tasks"],
-                        *[
-                            r["counts"][k]
-                            for k in ("accepted", "rejected", "error", "incomplete", "missing")
-                        ],
-                        _pct(r["success_rate"]),
-                        f"{_pct(r['success_rate_bounds']['lower'])} – "
-                        f"{_pct(r['success_rate_bounds']['upper'])}",
-                    ]
-                    for r in runs
-                ],
-                "runs",
-            )
-        )
-    else:
-        parts.append(
-            '<p class="note">No local runs configured (see <code>runs:</code> in the config).</p>'
-        )
+    parts.append(local_runs_section(analysis["local_runs"]))
     parts.append("</div>")
 
     parts.append('<h2 id="provenance">Provenance</h2><div class="card">')
@@ -300,4 +258,44 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         f"<title>{title}</title><style>{CSS}</style></head><body>"
         + "".join(parts)
         + "</body></html>\n"
+    )
+
+
+def _bounds(bounds: dict) -> str:
+    upper = bounds["upper"]
+    if upper is None:
+        withheld = bounds.get("upper_withheld") or "unknown"
+        return f"{_pct(bounds['lower'])} – ? (upper withheld: {withheld})"
+    return f"{_pct(bounds['lower'])} – {_pct(upper)}"
+
+
+def local_runs_section(rows: list[dict]) -> str:
+    """One line per (run, configuration); every value from input is escaped by `_table`."""
+    if not rows:
+        return (
+            '<p class="note">No local runs configured (see <code>runs:</code> in the config).</p>'
+        )
+    outcomes = ("accepted", "rejected", "unverified", "error", "incomplete", "missing")
+    return (
+        '<p class="note">Never comparable to the source-present leaderboard above. One line per '
+        "run and configuration (agent and version, model, settings): configurations are never "
+        "pooled. Errors have no reward; unverified tasks (verification disabled) are counted "
+        "apart from errors and never as successes; without a decided outcome for every task "
+        "only bounds are given.</p>"
+        + _table(
+            ["run", "configuration", "selection", "tasks", *outcomes, "success rate", "bounds"],
+            [
+                [
+                    r["run"],
+                    r["configuration"],
+                    r["selection"],
+                    r["tasks"],
+                    *[r["counts"][k] for k in outcomes],
+                    _pct(r["success_rate"]),
+                    _bounds(r["success_rate_bounds"]),
+                ]
+                for r in rows
+            ],
+            "runs",
+        )
     )

@@ -1,9 +1,18 @@
 """Local runs: verifier verdicts and Harbor 0.22.0 job directories. An infrastructure error has
-no reward (null), never 0; unknown outcomes are shown as bounds, never guessed."""
+no reward (null), never 0; unknown outcomes are shown as bounds, never guessed.
+
+A run is summarised per configuration (agent name and version, model, and the settings that
+change what the agent can do: timeouts, environment, attempts); configurations are never pooled.
+A trial is identified by (trial name, task, job id) and is never counted twice."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+import os
+import re
+import stat
 import sys
 from pathlib import Path
 
@@ -13,16 +22,280 @@ from .fsutil import check_name, parse_json_bytes
 
 CHECKS = ("target_equivalence", "allowed_axioms", "lean_kernel", "nanoda_replay")
 VERDICT_STATUSES = {"accepted": 1, "rejected": 0, "error": None}
-OUTCOMES = ("accepted", "rejected", "error", "incomplete", "missing")
+OUTCOMES = ("accepted", "rejected", "unverified", "error", "incomplete", "missing")
 LOCAL_NOTE = (
     "Local run, source-free, unattested: verdict provenance (images, kernels, "
     "submitted files) is not proven by these files. Never comparable to, nor merged "
     "with, the official source-present leaderboard."
 )
 ATTEMPT_RULE = (
-    "a task is accepted if any attempt was accepted; otherwise error if any "
-    "attempt errored, incomplete if any was incomplete, else rejected"
+    "within one configuration, a task is accepted if any attempt was accepted; otherwise "
+    "error if any attempt errored, incomplete if any was incomplete, unverified if any was "
+    "not verified, else rejected"
 )
+CONFIGURATION_RULE = (
+    "one result per configuration: agent name and version, model, and the Harbor settings that "
+    "change what the agent can do (timeout multipliers and overrides, environment type, import "
+    "path, resources and kwargs, agent kwargs, skills, tools and allowed hosts, instructions, "
+    "job n_attempts). Configurations are never pooled; pass@k is computed within one "
+    "configuration only. A trial is identified by (trial name, task, job id) and may be read "
+    "once only."
+)
+BOUNDS_RULE = (
+    "lower counts every unverified, error, incomplete and missing task as a failure; upper "
+    "counts each error, incomplete and missing task as a success; an unverified task is never "
+    "counted as a success, so while any task is unverified no honest upper bound exists and "
+    "upper is null (verify those tasks to get one)"
+)
+UNVERIFIED_REASON = "verification disabled"
+# The largest JSON input read (a trial's result.json, a job's config.json, a verdict).
+MAX_INPUT_BYTES = 64 * 1024 * 1024
+# Harbor 0.22.0 defaults: the agent when a config names none, the environment when a config
+# gives neither a type nor an import path.
+HARBOR_DEFAULT_AGENT = "oracle"
+HARBOR_DEFAULT_ENVIRONMENT = "docker"
+
+# The settings of a Harbor 0.22.0 TrialConfig that change what the agent can do or how long it
+# may try, with the value Harbor uses when the field is absent or null. Scheduling and
+# book-keeping (n_concurrent, trials_dir, delete, force_build, artifacts) are left out.
+_SETTINGS: dict[str, object] = {
+    "agent.name": None,
+    "agent.import_path": None,
+    "agent.model_name": None,
+    "agent.kwargs": {},
+    "agent.skills": [],
+    "agent.mcp_servers": [],
+    "agent.extra_allowed_hosts": [],
+    "agent.override_timeout_sec": None,
+    "agent.override_setup_timeout_sec": None,
+    "agent.max_timeout_sec": None,
+    "agent.resume_trajectory": False,
+    "agent.load_trajectory": None,
+    "install_only": False,
+    "timeout_multiplier": 1.0,
+    "agent_timeout_multiplier": None,
+    "verifier_timeout_multiplier": None,
+    "agent_setup_timeout_multiplier": None,
+    "environment_build_timeout_multiplier": None,
+    "user_agent": None,
+    "skills": [],
+    "extra_instruction_paths": [],
+    "extra_instructions": [],
+    "environment.type": None,
+    "environment.import_path": None,
+    "environment.kwargs": {},
+    "environment.cpu_enforcement_policy": "auto",
+    "environment.memory_enforcement_policy": "auto",
+    "environment.override_cpus": None,
+    "environment.override_memory_mb": None,
+    "environment.override_storage_mb": None,
+    "environment.override_gpus": None,
+    "environment.override_tpu": None,
+    "environment.mounts": None,
+    "environment.extra_docker_compose": [],
+    "environment.extra_allowed_hosts": [],
+    "verifier.override_timeout_sec": None,
+    "verifier.max_timeout_sec": None,
+}
+# Shown in the configuration label; any other setting that differs from its default adds a
+# digest of those settings to the label.
+_SHOWN = {
+    "agent.name",
+    "agent.model_name",
+    "timeout_multiplier",
+    "environment.type",
+    "environment.import_path",
+}
+_SECTIONS = ("agent", "environment", "verifier")
+
+
+# ----------------------------------------------------------------------------- safe reading
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    return "not a regular file"
+
+
+def read_regular_file(
+    path: Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES, required: bool = True
+) -> bytes | None:
+    """The bytes of a regular file, read without following a link, without blocking (a FIFO or
+    device is refused from its stat, and the file is opened with O_NONBLOCK | O_NOFOLLOW) and
+    with at most `max_bytes` read. None for an absent file when not `required`."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        if required:
+            raise AfbenchError(f"{what} not found", file=str(path)) from None
+        return None
+    except OSError as exc:
+        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise AfbenchError(
+            f"{what} is {_file_kind(info.st_mode)}; refusing it",
+            file=str(path),
+            expected="a regular file",
+        )
+    if info.st_size > max_bytes:
+        raise AfbenchError(
+            f"{what} is too large", file=str(path), expected=f"at most {max_bytes} bytes"
+        )
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
+    try:
+        opened = os.fstat(fd)
+        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
+            info.st_dev,
+            info.st_ino,
+        ):
+            raise AfbenchError(f"{what} changed while being read; refusing it", file=str(path))
+        chunks, size = [], 0
+        while size <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
+    finally:
+        os.close(fd)
+    if size > max_bytes:
+        raise AfbenchError(
+            f"{what} is too large", file=str(path), expected=f"at most {max_bytes} bytes"
+        )
+    return b"".join(chunks)
+
+
+def _list_dir(folder: Path, what: str) -> list[os.DirEntry]:
+    try:
+        with os.scandir(folder) as it:
+            return sorted(it, key=lambda e: e.name)
+    except OSError as exc:
+        raise AfbenchError(f"cannot list {what}: {exc.strerror}", file=str(folder)) from None
+
+
+# ----------------------------------------------------------------------------- JSON shapes
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
+
+
+def _lone_surrogate_at(doc: object) -> str | None:
+    """The path of the first string (or key) holding a lone surrogate, which no UTF-8 output
+    can carry; walked without recursion."""
+    stack: list[tuple[object, str]] = [(doc, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path or "(top level)"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else key
+                stack.append((key, where))
+                stack.append((item, where))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
+    return None
+
+
+def parse_json_input(data: bytes, file: str, what: str) -> object:
+    """Strict JSON (fsutil.parse_json_bytes) that also refuses a lone surrogate escape
+    (`\\ud800`): it would break every UTF-8 artifact written from it."""
+    doc = parse_json_bytes(data, file, what)
+    if _SURROGATE_ESCAPE.search(data):
+        where = _lone_surrogate_at(doc)
+        if where is not None:
+            raise AfbenchError(
+                f"{what} holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)",
+                file=file,
+                field=where,
+                expected="valid Unicode text",
+            )
+    return doc
+
+
+def _utf8_path(path: str) -> str:
+    """A path that lands in CSV and JSON artifacts must be valid UTF-8 (a name with undecodable
+    bytes reaches Python as lone surrogates)."""
+    if not path.isascii():
+        try:
+            path.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = path.encode("utf-8", "backslashreplace").decode("ascii", "replace")
+            raise AfbenchError("file name is not valid UTF-8; refusing it", file=shown) from None
+    return path
+
+
+def _json_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _shape_error(file: str, field: str, expected: str, value: object) -> AfbenchError:
+    return AfbenchError(
+        "wrong JSON type", file=file, field=field, expected=expected, found=_json_type(value)
+    )
+
+
+def _object(value: object, file: str, field: str, *, nullable: bool = True) -> dict | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, dict):
+        raise _shape_error(file, field, "an object" + (" or null" if nullable else ""), value)
+    return value
+
+
+def _string(value: object, file: str, field: str, *, nullable: bool = True) -> str | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise _shape_error(file, field, "a string" + (" or null" if nullable else ""), value)
+    return value
+
+
+def _number(value: object, file: str, field: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise _shape_error(file, field, "a finite number or null", value)
+    return float(value)
+
+
+def _section(doc: dict, name: str, file: str, prefix: str) -> dict:
+    return _object(doc.get(name), file, prefix + name) or {}
+
+
+# ----------------------------------------------------------------------------- verdicts
 
 
 def _expect(
@@ -41,7 +314,7 @@ def _expect(
 
 def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
     """A verifier verdict checked for shape and contradictions; reward 1 / 0 / null."""
-    doc = parse_json_bytes(data, file, "verdict")
+    doc = parse_json_input(data, file, "verdict")
     problems: list[Problem] = []
     if not isinstance(doc, dict):
         raise AfbenchError("verdict must be a JSON object", file=file, found=type(doc).__name__)
@@ -203,19 +476,47 @@ def _rejection_reason(checks: dict, obligations: list) -> str:
     )
 
 
-def classify_trial(result: dict, file: str) -> dict:
-    """One Harbor 0.22.0 trial's result.json -> outcome, reward, reason."""
+# ----------------------------------------------------------------------------- trials
+
+
+def _verification_disabled(result: dict, file: str, job_default: bool) -> bool:
+    config = _object(result.get("config"), file, "config") or {}
+    verifier = _object(config.get("verifier"), file, "config.verifier")
+    if verifier is None or verifier.get("disable") is None:
+        return job_default
+    disable = verifier["disable"]
+    if not isinstance(disable, bool):
+        raise _shape_error(file, "config.verifier.disable", "true or false", disable)
+    return disable
+
+
+def classify_trial(result: dict, file: str, *, verification_disabled: bool = False) -> dict:
+    """One Harbor 0.22.0 trial's result.json -> outcome, reward, reason.
+
+    `verification_disabled` is the job's `verifier.disable`, used when the trial's own config
+    does not say."""
     if not isinstance(result, dict):
-        raise AfbenchError("trial result must be a JSON object", file=file)
-    verifier = result.get("verifier_result")
-    rewards = verifier.get("rewards") if isinstance(verifier, dict) else None
-    has_reward = isinstance(rewards, dict) and "reward" in rewards
+        raise AfbenchError(
+            "trial result must be a JSON object", file=file, found=_json_type(result)
+        )
+    verifier = _object(result.get("verifier_result"), file, "verifier_result")
+    rewards = (
+        _object(verifier.get("rewards"), file, "verifier_result.rewards") if verifier else None
+    )
+    has_reward = rewards is not None and "reward" in rewards
     reward = rewards.get("reward") if has_reward else None
-    exc = result.get("exception_info")
-    exc_type = exc.get("exception_type") if isinstance(exc, dict) else None
+    exc = _object(result.get("exception_info"), file, "exception_info")
+    exc_type = exc.get("exception_type") if exc is not None else None
     if exc is not None and not (isinstance(exc_type, str) and exc_type):
         raise AfbenchError(
             "exception_info without an exception_type", file=file, field="exception_info"
+        )
+    disabled = _verification_disabled(result, file, verification_disabled)
+    if disabled and has_reward:
+        raise AfbenchError(
+            "contradiction: a reward although verification was disabled",
+            file=file,
+            field="verifier_result.rewards.reward",
         )
     numeric = isinstance(reward, int | float) and not isinstance(reward, bool)
     if has_reward and numeric and reward == 1:
@@ -226,109 +527,457 @@ def classify_trial(result: dict, file: str) -> dict:
     if has_reward:
         shown = reward if numeric and math.isfinite(reward) else repr(reward)
         return {"outcome": "error", "reward": None, "reason": f"invalid_reward ({shown})"}
+    if disabled and exc_type in (None, "AgentTimeoutError"):
+        # nothing went wrong with the infrastructure: nobody checked the answer
+        reason = UNVERIFIED_REASON + (f"; {exc_type}" if exc_type else "")
+        return {"outcome": "unverified", "reward": None, "reason": reason}
     if exc_type:
         return {"outcome": "error", "reward": None, "reason": exc_type}
     return {"outcome": "error", "reward": None, "reason": "no_reward"}
 
 
-def _trial_task(trial: Path, result: dict | None) -> str:
-    if result is not None and isinstance(result.get("task_name"), str):
-        return result["task_name"]
-    config = trial / "config.json"
-    if config.is_file():
-        try:
-            doc = parse_json_bytes(config.read_bytes(), str(config), "trial config")
-            return Path(doc["task"]["path"]).name
-        except (AfbenchError, KeyError, TypeError):
-            pass
-    return trial.name.split("__")[0]
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _normal(value: object) -> object:
+    """Numbers compared by value (1 and 1.0 are one setting)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return value
+    return float(value)
+
+
+def _kind(key: str, default: object) -> str:
+    if isinstance(default, dict):
+        return "object"
+    if isinstance(default, list):
+        return "array"
+    if isinstance(default, bool):
+        return "bool"
+    if key.endswith(("_multiplier", "_sec", "_mb", "_cpus", "_gpus", "_tpu")):
+        return "number"
+    if key.endswith(("name", "import_path", "type", "_policy")):
+        return "string"
+    return "any"
+
+
+# (section, field, key, default, kind) for each setting, worked out once
+_FIELDS = [
+    (*key.rpartition(".")[::2], key, _normal(default), _kind(key, default))
+    for key, default in _SETTINGS.items()
+]
+
+
+_DEFAULTS = {key: default for _, _, key, default, _ in _FIELDS}
+
+
+def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
+    """The behaviour-changing settings of a Harbor 0.22.0 trial config (a result.json's
+    resolved `config`, or a trial's own config.json), defaults filled in."""
+    sections = {"": config}
+    for name in _SECTIONS:
+        sections[name] = _section(config, name, file, prefix)
+    settings = {}
+    for section, field, key, default, kind in _FIELDS:
+        value = sections[section].get(field)
+        if value is None:
+            settings[key] = default
+            continue
+        if kind == "object":
+            value = _object(value, file, prefix + key, nullable=False)
+        elif kind == "array" and not isinstance(value, list):
+            raise _shape_error(file, prefix + key, "an array", value)
+        elif kind == "bool" and not isinstance(value, bool):
+            raise _shape_error(file, prefix + key, "true or false", value)
+        elif kind == "number":
+            value = _number(value, file, prefix + key)
+        elif kind == "string":
+            value = _string(value, file, prefix + key)
+        settings[key] = value
+    if settings["agent.name"] is None and settings["agent.import_path"] is None:
+        settings["agent.name"] = HARBOR_DEFAULT_AGENT
+    if settings["environment.type"] is None and settings["environment.import_path"] is None:
+        settings["environment.type"] = HARBOR_DEFAULT_ENVIRONMENT
+    return settings
+
+
+def _agent_info(result: dict, file: str) -> dict | None:
+    info = _object(result.get("agent_info"), file, "agent_info")
+    if info is None:
+        return None
+    model = _object(info.get("model_info"), file, "agent_info.model_info")
+    return {
+        "name": _string(info.get("name"), file, "agent_info.name"),
+        "version": _string(info.get("version"), file, "agent_info.version"),
+        "model_info": None
+        if model is None
+        else {
+            "name": _string(model.get("name"), file, "agent_info.model_info.name"),
+            "provider": _string(model.get("provider"), file, "agent_info.model_info.provider"),
+        },
+    }
+
+
+def _cost(result: dict, file: str) -> float | None:
+    agent_result = _object(result.get("agent_result"), file, "agent_result")
+    if agent_result is None:
+        return None
+    cost = _number(agent_result.get("cost_usd"), file, "agent_result.cost_usd")
+    if cost is not None and cost < 0:
+        raise AfbenchError(
+            "negative cost", file=file, field="agent_result.cost_usd", expected=">= 0", found=cost
+        )
+    return cost
+
+
+def _model_label(model_info: dict | None) -> str | None:
+    if not model_info or not model_info.get("name"):
+        return None
+    provider = model_info.get("provider")
+    return f"{provider}/{model_info['name']}" if provider else model_info["name"]
+
+
+def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: int) -> dict:
+    """One configuration: its identity, its label (readable and deterministic: the same
+    configuration always gets the same label, whatever else is imported with it) and details."""
+    info = agent_info or {}
+    agent = info.get("name") or settings["agent.name"] or settings["agent.import_path"]
+    version = info.get("version")
+    model_info = info.get("model_info")
+    model = settings["agent.model_name"] or _model_label(model_info)
+    environment = settings["environment.type"] or settings["environment.import_path"]
+    extras = {k: v for k, v in settings.items() if k not in _SHOWN and v != _DEFAULTS[k]}
+    if settings["agent.name"] not in (None, agent):
+        extras["agent.name"] = settings["agent.name"]
+    if model_info and settings["agent.model_name"] not in (
+        None,
+        model_info.get("name"),
+        _model_label(model_info),
+    ):
+        extras["agent_info.model_info"] = model_info
+    if settings["environment.type"] and settings["environment.import_path"]:
+        extras["environment.import_path"] = settings["environment.import_path"]
+    timeout = settings["timeout_multiplier"]
+    label = (
+        f"{agent} {version or '(version unknown)'} | model {model or 'none'} | env "
+        f"{environment} | timeout x{timeout:g} | n_attempts {n_attempts}"
+    )
+    if extras:
+        label += " | settings " + hashlib.sha256(_canonical(extras).encode()).hexdigest()[:12]
+    identity = {
+        "agent": agent,
+        "agent_version": version,
+        "model": model,
+        "model_info": model_info,
+        "n_attempts": n_attempts,
+        "settings": settings,
+    }
+    return {
+        "label": label,
+        "key": _canonical(identity),
+        "agent": agent,
+        "agent_version": version,
+        "model": model,
+        "details": {
+            **identity,
+            "environment": environment,
+            "non_default_settings": extras,
+        },
+    }
+
+
+def _job(job_dir: Path) -> dict:
+    """A job's config.json (required: it makes a folder a Harbor job directory) and, when
+    present, its result.json (the job id)."""
+    file = job_dir / "config.json"
+    data = read_regular_file(file, "Harbor job config", required=False)
+    if data is None:
+        raise AfbenchError("not a Harbor job directory (no config.json)", file=str(job_dir))
+    doc = _object(parse_json_input(data, str(file), "Harbor job config"), str(file), "(top level)")
+    assert doc is not None
+    n_attempts = doc.get("n_attempts", 1)
+    if isinstance(n_attempts, bool) or not isinstance(n_attempts, int) or n_attempts < 1:
+        raise AfbenchError(
+            "n_attempts must be a whole number >= 1",
+            file=str(file),
+            field="n_attempts",
+            found=_json_type(n_attempts) if not isinstance(n_attempts, int) else n_attempts,
+        )
+    agents = doc.get("agents")
+    if agents is not None and not (
+        isinstance(agents, list) and all(isinstance(a, dict) for a in agents)
+    ):
+        raise _shape_error(str(file), "agents", "an array of objects", agents)
+    verifier = _object(doc.get("verifier"), str(file), "verifier") or {}
+    disable = verifier.get("disable", False)
+    if not isinstance(disable, bool):
+        raise _shape_error(str(file), "verifier.disable", "true or false", disable)
+    job_id = None
+    result_file = job_dir / "result.json"
+    data = read_regular_file(result_file, "Harbor job result", required=False)
+    if data is not None:
+        result = parse_json_input(data, str(result_file), "Harbor job result")
+        result = _object(result, str(result_file), "(top level)", nullable=False)
+        job_id = _string(result.get("id"), str(result_file), "id")
+    return {
+        "file": str(file),
+        "doc": doc,
+        "n_attempts": n_attempts,
+        "agents": agents,
+        "verification_disabled": disable,
+        "job_id": job_id,
+    }
+
+
+def _job_trial_config(job: dict, trial: Path) -> dict:
+    """For an incomplete trial without its own config.json: the job's settings, when the job
+    has only one agent (otherwise the trial's configuration can not be told)."""
+    agents = job["agents"] or [{}]
+    if len(agents) != 1:
+        raise AfbenchError(
+            f"incomplete trial without config.json in a job with {len(agents)} agents: "
+            "its configuration can not be told",
+            file=str(trial),
+        )
+    doc = job["doc"]
+    config = {k: doc[k] for k in _SETTINGS if "." not in k and k in doc}
+    config["agent"] = agents[0]
+    for name in ("environment", "verifier"):
+        if name in doc:
+            config[name] = doc[name]
+    return config
+
+
+def _incomplete_trial(trial: Path, job: dict) -> dict:
+    """What a trial without result.json tells: its task, name, job and settings."""
+    file = trial / "config.json"
+    data = read_regular_file(file, "trial config", required=False)
+    if data is None:
+        return {
+            "task_id": trial.name.split("__")[0],
+            "trial_name": trial.name,
+            "job_id": job["job_id"],
+            "settings": trial_settings(_job_trial_config(job, trial), job["file"], ""),
+        }
+    doc = _object(parse_json_input(data, str(file), "trial config"), str(file), "(top level)")
+    assert doc is not None
+    task = _object(doc.get("task"), str(file), "task") or {}
+    path = _string(task.get("path"), str(file), "task.path")
+    name = _string(task.get("name"), str(file), "task.name")
+    return {
+        "task_id": Path(path).name if path else name or trial.name.split("__")[0],
+        "trial_name": _string(doc.get("trial_name"), str(file), "trial_name") or trial.name,
+        "job_id": _string(doc.get("job_id"), str(file), "job_id") or job["job_id"],
+        "settings": trial_settings(doc, str(file), ""),
+    }
 
 
 def read_harbor_job(job_dir: Path) -> list[dict]:
-    job_dir = Path(job_dir)
-    if not (job_dir / "config.json").is_file():
-        raise AfbenchError("not a Harbor job directory (no config.json)", file=str(job_dir))
-    attempts = []
-    trials = sorted(p for p in job_dir.iterdir() if p.is_dir() and not p.is_symlink())
+    """Every trial of one Harbor 0.22.0 job directory, with its outcome and configuration.
+
+    A symbolic link, FIFO, socket or device in the job directory, and a result.json that is not
+    a regular file, are refused; a trial folder without result.json is `incomplete`."""
+    job_dir = Path(_utf8_path(str(job_dir)))
+    if not job_dir.is_dir():
+        raise AfbenchError("not a Harbor job directory (not a folder)", file=str(job_dir))
+    job = _job(job_dir)
+    trials = []
+    for entry in _list_dir(job_dir, "Harbor job directory"):
+        if entry.name.startswith("."):
+            continue  # not Harbor's (its trial folders are named <task>__<id>); never opened
+        _utf8_path(entry.path)
+        if entry.is_symlink():
+            raise AfbenchError(
+                "symbolic link in a Harbor job directory; refusing it (Harbor writes trial "
+                "folders and job files, never links)",
+                file=entry.path,
+            )
+        if entry.is_dir(follow_symlinks=False):
+            trials.append(Path(entry.path))
+        elif not entry.is_file(follow_symlinks=False):
+            kind = _file_kind(entry.stat(follow_symlinks=False).st_mode)
+            raise AfbenchError(
+                f"neither a trial folder nor a job file ({kind}); refusing it", file=entry.path
+            )
     progress = Progress(len(trials), f"reading {job_dir.name}")
+    attempts, pending = [], []
+    configurations: dict[str, dict] = {}
+    seen: dict[tuple[str, str], dict] = {}  # (settings, agent_info) -> its configuration
     for trial in trials:
         progress.step()
         result_file = trial / "result.json"
-        if result_file.is_symlink():
-            raise AfbenchError(
-                "trial result.json is a symbolic link; refusing it", file=str(result_file)
-            )
-        if not result_file.is_file():
-            attempt = {"outcome": "incomplete", "reward": None, "reason": "no result.json"}
-            result = None
-        else:
-            result = parse_json_bytes(result_file.read_bytes(), str(result_file), "trial result")
-            attempt = classify_trial(result, str(result_file))
-        agent, model, cost = _agent_fields(result)
+        file = str(result_file)
+        data = read_regular_file(result_file, "trial result.json", required=False)
+        if data is None:
+            known = _incomplete_trial(trial, job)
+            attempt = {
+                "task_id": known["task_id"],
+                "outcome": "incomplete",
+                "reward": None,
+                "reason": "no result.json",
+                "cost_usd": None,
+                "trial_name": known["trial_name"],
+                "job_id": known["job_id"] or f"job at {job_dir.resolve()}",
+                "trial_dir": str(trial),
+                "task_checksum": None,
+            }
+            pending.append((attempt, known["settings"]))
+            attempts.append(attempt)
+            continue
+        result = parse_json_input(data, file, "trial result")
+        attempt = classify_trial(result, file, verification_disabled=job["verification_disabled"])
+        config = _object(result.get("config"), file, "config", nullable=False)
+        assert config is not None
+        settings = trial_settings(config, file)
+        task_id = _string(result.get("task_name"), file, "task_name", nullable=False)
+        trial_name = _string(result.get("trial_name"), file, "trial_name", nullable=False)
+        job_id = _string(config.get("job_id"), file, "config.job_id") or job["job_id"]
+        info = _agent_info(result, file)
+        # a fast path only: the configuration's identity is its canonical key
+        cache_key = (repr(settings), repr(info))
+        configuration = seen.get(cache_key)
+        if configuration is None:
+            configuration = harbor_configuration(settings, info, job["n_attempts"])
+            configuration = configurations.setdefault(configuration["key"], configuration)
+            seen[cache_key] = configuration
         attempts.append(
             {
-                "task_id": _trial_task(trial, result),
+                "task_id": task_id,
                 **attempt,
-                "cost_usd": cost,
-                "agent": agent,
-                "model": model,
+                "cost_usd": _cost(result, file),
+                "trial_name": trial_name,
+                "job_id": job_id or f"job at {job_dir.resolve()}",
                 "trial_dir": str(trial),
+                "task_checksum": _string(result.get("task_checksum"), file, "task_checksum"),
+                **_configuration_fields(configuration),
             }
         )
+    for attempt, settings in pending:
+        # an incomplete trial has no agent_info: take it from the finished trials of this job
+        # with the very same settings when they agree on one; otherwise the version is unknown
+        infos = {
+            _canonical([c["agent"], c["agent_version"], c["details"]["model_info"]]): c
+            for c in configurations.values()
+            if c["details"]["settings"] == settings
+        }
+        like = next(iter(infos.values())) if len(infos) == 1 else None
+        info = (
+            {
+                "name": like["agent"],
+                "version": like["agent_version"],
+                "model_info": like["details"]["model_info"],
+            }
+            if like
+            else None
+        )
+        configuration = harbor_configuration(settings, info, job["n_attempts"])
+        configuration = configurations.setdefault(configuration["key"], configuration)
+        attempt.update(_configuration_fields(configuration))
     progress.done()
+    check_unique_trials(attempts)
     return attempts
 
 
-def _agent_fields(result: dict | None) -> tuple[str | None, str | None, float | None]:
-    if not isinstance(result, dict):
-        return None, None, None
-    agent_cfg = (result.get("config") or {}).get("agent") or {}
-    info = result.get("agent_info") or {}
-    agent = agent_cfg.get("name") or info.get("name")
-    model = agent_cfg.get("model_name")
-    cost = (result.get("agent_result") or {}).get("cost_usd")
-    if cost is not None and (
-        isinstance(cost, bool)
-        or not isinstance(cost, int | float)
-        or not math.isfinite(cost)
-        or cost < 0
-    ):
-        cost = None
-    return (
-        agent if isinstance(agent, str) else None,
-        model if isinstance(model, str) else None,
-        cost,
-    )
+def _configuration_fields(configuration: dict) -> dict:
+    return {
+        "configuration": configuration["label"],
+        "agent": configuration["agent"],
+        "agent_version": configuration["agent_version"],
+        "model": configuration["model"],
+        "configuration_details": configuration["details"],
+        "identity": None,
+    }
+
+
+def _identity(attempt: dict) -> tuple:
+    if attempt.get("identity") is not None:
+        return attempt["identity"]
+    return ("trial", attempt["trial_name"], attempt["task_id"], attempt["job_id"])
+
+
+def check_unique_trials(attempts: list[dict]) -> None:
+    """Refuse a trial (or verdict file) seen twice: the same folder passed twice, or a copy.
+    Duplicates are grouped by the pair of folders holding them, each group naming both paths
+    of its first trial."""
+    first: dict[tuple, str] = {}
+    groups: dict[tuple[str, str], list[tuple[str, str, tuple]]] = {}
+    for attempt in attempts:
+        key = _identity(attempt)
+        path = attempt["trial_dir"]
+        if key in first:
+            pair = (str(Path(first[key]).parent), str(Path(path).parent))
+            groups.setdefault(pair, []).append((first[key], path, key))
+        else:
+            first[key] = path
+    problems = []
+    for (one, other), dups in groups.items():
+        a, b, key = dups[0]
+        what = (
+            f"trial '{key[1]}' (task {key[2]}, job {key[3]})"
+            if key[0] == "trial"
+            else "verdict file"
+        )
+        more = f"; and {len(dups) - 1} more of {one} seen again in {other}" if len(dups) > 1 else ""
+        if a == b:
+            more += " (the same folder given twice?)"
+        problems.append(
+            Problem(
+                f"the same {what} is read twice: {a} and {b}{more}; pass each trial once",
+                file=b,
+                field="paths",
+            )
+        )
+    raise_if(problems)
 
 
 def read_verdict_dir(folder: Path) -> list[dict]:
-    folder = Path(folder)
+    """Every `*.json` verdict in a folder (regular files only, read with a size cap and never
+    blocking); one configuration per verifier name and version."""
+    folder = Path(_utf8_path(str(folder)))
     if not folder.is_dir():
         raise AfbenchError("verdict folder not found", file=str(folder))
     attempts = []
-    for path in sorted(folder.glob("*.json")):
-        if path.is_symlink():
-            raise AfbenchError("verdict file is a symbolic link; refusing it", file=str(path))
-        verdict = parse_verdict(path.read_bytes(), str(path), None)
-        outcome = verdict["status"]
+    for entry in _list_dir(folder, "verdict folder"):
+        if entry.name.startswith(".") or not entry.name.endswith(".json"):
+            continue
+        path = Path(_utf8_path(entry.path))
+        data = read_regular_file(path, "verdict file")
+        assert data is not None
+        info = os.stat(path, follow_symlinks=False)
+        verdict = parse_verdict(data, str(path), None)
+        verifier = verdict["verifier"]
+        label = f"verdicts | verifier {verifier['name']} {verifier['version']}"
         attempts.append(
             {
                 "task_id": verdict["task_id"],
-                "outcome": outcome,
+                "outcome": verdict["status"],
                 "reward": verdict["reward"],
                 "reason": verdict["reason"],
                 "cost_usd": None,
-                "agent": None,
-                "model": None,
+                "trial_name": path.name,
+                "job_id": None,
                 "trial_dir": str(path),
+                "task_checksum": None,
+                "configuration": label,
+                "agent": None,
+                "agent_version": None,
+                "model": None,
+                "configuration_details": {
+                    "verifier": verifier,
+                    "agent": None,
+                    "model": None,
+                    "note": "a verdict records neither the agent nor the model",
+                },
+                "identity": ("verdict", info.st_dev, info.st_ino),
             }
         )
+    check_unique_trials(attempts)
     return attempts
 
 
 def task_outcome(attempts: list[dict]) -> str:
     outcomes = {a["outcome"] for a in attempts}
-    for outcome in ("accepted", "error", "incomplete"):
+    for outcome in ("accepted", "error", "incomplete", "unverified"):
         if outcome in outcomes:
             return outcome
     return "rejected"
@@ -341,48 +990,67 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
-def summarize_run(
-    name: str, kind: str, selection: dict, attempts: list[dict], budget_usd: float, release: dict
-) -> tuple[dict, list[dict]]:
-    check_name(name, "run name")
-    selected = selection["task_ids"]
-    outside = sorted({a["task_id"] for a in attempts} - set(selected))
-    if outside:
-        raise AfbenchError(
-            f"{len(outside)} trial task(s) are not in selection "
-            f"'{selection['name']}': {', '.join(outside[:20])}",
-            field="selection",
-        )
-    by_task: dict[str, list[dict]] = {tid: [] for tid in selected}
+def _check_same_task(attempts: list[dict], label: str) -> None:
+    """Attempts pooled within a configuration must have run the same task (Harbor's
+    task_checksum), or they are not attempts at one task."""
+    seen: dict[str, tuple[str, str]] = {}
+    problems = []
     for attempt in attempts:
+        checksum = attempt.get("task_checksum")
+        if checksum is None:
+            continue
+        tid = attempt["task_id"]
+        if tid not in seen:
+            seen[tid] = (checksum, attempt["trial_dir"])
+        elif seen[tid][0] != checksum:
+            problems.append(
+                Problem(
+                    f"task '{tid}' differs between trials of configuration '{label}' "
+                    f"(task_checksum); first seen in {seen[tid][1]}",
+                    file=attempt["trial_dir"],
+                    field="task_checksum",
+                    expected=seen[tid][0],
+                    found=checksum,
+                )
+            )
+    raise_if(problems)
+
+
+def _summarize_configuration(
+    name: str, label: str, details: dict, selected: list[str], tries: list[dict], budget: float
+) -> tuple[dict, list[dict]]:
+    by_task: dict[str, list[dict]] = {tid: [] for tid in selected}
+    for attempt in tries:
         by_task[attempt["task_id"]].append(attempt)
+    first = tries[0]
     rows = []
     for tid in selected:
-        tries = by_task[tid]
-        outcome = task_outcome(tries) if tries else "missing"
-        costs = [a["cost_usd"] for a in tries if a["cost_usd"] is not None]
+        task_tries = by_task[tid]
+        outcome = task_outcome(task_tries) if task_tries else "missing"
+        costs = [a["cost_usd"] for a in task_tries if a["cost_usd"] is not None]
         rows.append(
             {
+                "configuration": label,
                 "task_id": tid,
                 "outcome": outcome,
                 "reward": {"accepted": 1, "rejected": 0}.get(outcome),
-                "reason": "; ".join(sorted({a["reason"] for a in tries})) or "no trial",
-                "attempts": len(tries),
-                "accepted_attempts": sum(a["outcome"] == "accepted" for a in tries),
+                "reason": "; ".join(sorted({a["reason"] for a in task_tries})) or "no trial",
+                "attempts": len(task_tries),
+                "accepted_attempts": sum(a["outcome"] == "accepted" for a in task_tries),
                 "cost_usd": round(sum(costs), 6) if costs else None,
-                "agent": ";".join(sorted({a["agent"] for a in tries if a["agent"]})) or None,
-                "model": ";".join(sorted({a["model"] for a in tries if a["model"]})) or None,
-                "trial_dirs": ";".join(a["trial_dir"] for a in tries),
+                "agent": first["agent"],
+                "agent_version": first["agent_version"],
+                "model": first["model"],
+                "trial_dirs": ";".join(a["trial_dir"] for a in task_tries),
             }
         )
     counts = {o: sum(r["outcome"] == o for r in rows) for o in OUTCOMES}
     total = len(rows)
-    decided = counts["accepted"] + counts["rejected"]
-    complete = decided == total
+    complete = counts["accepted"] + counts["rejected"] == total
     attempt_counts = sorted({len(by_task[t]) for t in selected})
-    all_decided = all(a["outcome"] in ("accepted", "rejected") for a in attempts)
+    all_decided = all(a["outcome"] in ("accepted", "rejected") for a in tries)
     pass_k = {}
-    if complete and all_decided and attempt_counts and attempt_counts[0] > 0:
+    if complete and all_decided and attempt_counts[0] > 0:
         for k in sorted({1, attempt_counts[0]}):
             pass_k[str(k)] = (
                 sum(
@@ -393,6 +1061,82 @@ def summarize_run(
                 )
                 / total
             )
+    upper = None if counts["unverified"] else (total - counts["rejected"]) / total
+    summary = {
+        "configuration": label,
+        **details,
+        "jobs": sorted({a["job_id"] for a in tries if a["job_id"] is not None}),
+        "counts": counts,
+        "attempts": {
+            "total": len(tries),
+            "per_task": attempt_counts,
+            "by_outcome": {
+                o: sum(a["outcome"] == o for a in tries) for o in OUTCOMES if o != "missing"
+            },
+        },
+        "success_rate": counts["accepted"] / total if complete else None,
+        "success_rate_bounds": {
+            "lower": counts["accepted"] / total,
+            "upper": upper,
+            "upper_withheld": f"{counts['unverified']} task(s) unverified"
+            if counts["unverified"]
+            else None,
+        },
+        "pass_at_k": pass_k or None,
+        "pass_at_k_note": None
+        if pass_k
+        else "not computed: some tasks or attempts have no accepted/rejected outcome",
+        "budget_audit": budget_audit(
+            [{"task_id": a["task_id"], "cost_usd": a["cost_usd"]} for a in tries],
+            budget,
+            f"{name} [{label}]",
+        ),
+    }
+    return summary, rows
+
+
+def summarize_run(
+    name: str, kind: str, selection: dict, attempts: list[dict], budget_usd: float, release: dict
+) -> tuple[dict, list[dict]]:
+    """The run's summary (one entry per configuration under `configurations`) and its outcome
+    rows (one per configuration and selected task, each carrying its `configuration`)."""
+    check_name(name, "run name")
+    if not attempts:
+        raise AfbenchError(
+            f"run '{name}': no trials or verdicts found in its inputs; nothing to summarise",
+            field="paths",
+        )
+    check_unique_trials(attempts)
+    selected = selection["task_ids"]
+    outside = sorted({a["task_id"] for a in attempts} - set(selected))
+    if outside:
+        raise AfbenchError(
+            f"{len(outside)} trial task(s) are not in selection "
+            f"'{selection['name']}': {', '.join(outside[:20])}",
+            field="selection",
+        )
+    groups: dict[str, list[dict]] = {}
+    details: dict[str, dict] = {}
+    for attempt in attempts:
+        label = attempt["configuration"]
+        groups.setdefault(label, []).append(attempt)
+        known = details.setdefault(label, attempt["configuration_details"])
+        if (
+            known is not attempt["configuration_details"]
+            and known != attempt["configuration_details"]
+        ):
+            raise AfbenchError(
+                f"two different configurations share the label '{label}'",
+                file=attempt["trial_dir"],
+            )
+    configurations, rows = [], []
+    for label in sorted(groups):
+        _check_same_task(groups[label], label)
+        summary, config_rows = _summarize_configuration(
+            name, label, details[label], selected, groups[label], budget_usd
+        )
+        configurations.append(summary)
+        rows.extend(config_rows)
     summary = {
         "kind": "afbench local run summary",
         "note": LOCAL_NOTE,
@@ -406,26 +1150,12 @@ def summarize_run(
         "selection": {
             "name": selection["name"],
             "selection_sha256": selection["selection_sha256"],
-            "tasks": total,
+            "tasks": len(selected),
         },
-        "counts": counts,
-        "attempts": {"total": len(attempts), "per_task": attempt_counts, "rule": ATTEMPT_RULE},
-        "success_rate": counts["accepted"] / total if complete else None,
-        "success_rate_bounds": {
-            "lower": counts["accepted"] / total,
-            "upper": (total - counts["rejected"]) / total,
-            "rule": "lower counts every error, incomplete and missing task as a failure; upper "
-            "counts each as a success",
-        },
-        "pass_at_k": pass_k or None,
-        "pass_at_k_note": None
-        if pass_k
-        else "not computed: some attempts have no accepted/rejected outcome",
-        "budget_audit": budget_audit(
-            [{"task_id": a["task_id"], "cost_usd": a["cost_usd"]} for a in attempts],
-            budget_usd,
-            name,
-        ),
+        "configuration_rule": CONFIGURATION_RULE,
+        "attempt_rule": ATTEMPT_RULE,
+        "bounds_rule": BOUNDS_RULE,
+        "configurations": configurations,
     }
     return summary, rows
 
@@ -453,6 +1183,7 @@ class Progress:
 
 
 OUTCOME_COLUMNS = [
+    "configuration",
     "task_id",
     "outcome",
     "reward",
@@ -461,16 +1192,21 @@ OUTCOME_COLUMNS = [
     "accepted_attempts",
     "cost_usd",
     "agent",
+    "agent_version",
     "model",
     "trial_dirs",
 ]
 ATTEMPT_COLUMNS = [
+    "configuration",
     "task_id",
     "outcome",
     "reward",
     "reason",
     "cost_usd",
     "agent",
+    "agent_version",
     "model",
+    "trial_name",
+    "job_id",
     "trial_dir",
 ]

@@ -1,166 +1,242 @@
-# Shared helpers: artifact paths come from the afbench package, so the CLI and the rules agree.
-# Each job gets only the slice of config it depends on, as JSON in params, so a config change
-# reruns exactly the jobs whose slice changed.
+# The one place that names artifact paths under results/<revision>/, and the settings each
+# job's command receives. Rules chain through rules.<name>.output; a job's command gets its
+# {input}, {output}, {log} and single settings, so a config change reruns exactly the jobs
+# whose settings changed.
+import hashlib
 import json
 import re
-import sys
-from pathlib import Path
-from shlex import quote as shlex_quote
+from pathlib import Path, PurePosixPath
+from shlex import quote
 
 from snakemake.logging import logger
 
-sys.path.insert(0, str(Path(workflow.basedir).parent / "scripts"))
+# With --use-conda every job runs in this environment; its post-deploy script installs the
+# checkout's afbench, which the rules call. Without it, the active environment's afbench.
+AFBENCH_ENV = "../envs/afbench.yaml"
+REVISION = config["release"]["revision"]
+REV = f"{config['results_dir']}/{REVISION}"
+RELEASE = f"{REV}/release"
+LOGS = f"{REV}/logs"
+IMPORT = config["import"]
+IMPORTS = f"{REV}/imports/{IMPORT['source_condition']}/budget-{IMPORT['budget_usd']:g}"
+REPORT = f"{REV}/report"
+DEMO = "demo" in config
 
-from afbench import paths as P
-from afbench.paths import plan_label
-from afbench.config import (
-    pinned_files,
-    report_slice,
-    revision_dir,
-    selected_models,
-    unpinned_models,
-)
 
-REV = str(revision_dir(config))
-_console_script = Path(sys.executable).with_name("afbench")
-AFBENCH = (
-    str(_console_script) if _console_script.exists() else f"{sys.executable} -m afbench.cli"
-)
-IMPORTS = str(
-    P.imports_dir(
-        config, config["import"]["source_condition"], config["import"]["budget_usd"]
-    )
-)
-MODELS = selected_models(config)
-PLAN_ITEMS = {
-    (item["selection"], plan_label(item["agent"], item.get("model"))): item
-    for item in config["plans"]["items"]
-}
+def pinned(files):
+    return {key: spec for key, spec in files.items() if spec["sha256"]}
 
-for slug in unpinned_models(config):
+
+FILES = {**pinned(config["files"]), **pinned(config["models"])}  # key -> {path, sha256}
+BY_PATH = {spec["path"]: key for key, spec in FILES.items()}
+UNPINNED = {slug: spec for slug, spec in config["models"].items() if not spec["sha256"]}
+
+for slug in UNPINNED:
     logger.warning(
         f"afbench: model '{slug}' has no SHA-256 pin in config: skipped "
         f"(supply models.{slug}.sha256 to fetch and import it)"
     )
 
 
-def as_json(data):
-    return json.dumps(data, sort_keys=True)
-
-
-def base_slice(**extra):
-    """results_dir and the release identity: what every job needs."""
-    return {"results_dir": config["results_dir"], "release": config["release"], **extra}
-
-
-def manifest_files():
-    return {key: config["files"][key] for key in ("manifest", "sources")}
-
-
-def release_path(rel):
-    return str(P.release_file(config, rel))
-
-
-def demo_checkout():
-    """The demo's git repository is built from resources/ before anything is fetched."""
-    return [config["source"]["checkout"]] if "demo" in config else []
-
-
-def fetch_slice(rel):
-    for spec in pinned_files(config):
-        if spec.path == rel:
-            files = {spec.key: config["files"][spec.key]} if spec.kind != "results" else {}
-            models = {spec.key: config["models"][spec.key]} if spec.kind == "results" else {}
-            release = {k: config["release"][k] for k in ("repository", "revision")}
-            return spec.key, as_json(
-                {
-                    "results_dir": config["results_dir"],
-                    "release": release,
-                    "source": config["source"],
-                    "files": files,
-                    "models": models,
-                }
+def selected_models():
+    wanted = IMPORT["models"] or [s for s in config["models"] if s in FILES]
+    for slug in wanted:
+        if slug not in config["models"]:
+            raise ValueError(
+                f"import.models: unknown model '{slug}' (one of {sorted(config['models'])})"
             )
-    raise ValueError(f"not a pinned release file: {rel}")
+        if slug not in FILES:
+            raise ValueError(
+                f"import.models: model '{slug}' has no SHA-256 pin, so its file cannot be "
+                f"verified; supply models.{slug}.sha256 (64 hex digits) or leave it out"
+            )
+    if len(set(wanted)) != len(wanted):
+        raise ValueError(f"import.models: a model is listed twice: {wanted}")
+    return wanted
 
 
-def model_release_paths(models):
-    return [release_path(config["models"][m]["path"]) for m in models]
+MODELS = selected_models()
 
 
-def selection_slice(name):
-    """The one configured selection a job reads, or none if config lacks it (then the job's
-    selection input is missing and Snakemake says so)."""
-    selections = config["selections"]
-    return {name: selections[name]} if name in selections else {}
+def plan_label(item):
+    model = item.get("model")
+    return "__".join([item["agent"], *PurePosixPath(model or "").parts])
 
 
-def selection_path(name):
-    return str(P.selection(config, name))
+PLAN_ITEMS = {(item["selection"], plan_label(item)): item for item in config["plans"]["items"]}
 
 
-def plan_paths():
-    return [str(P.plan(config, sel, label)) for sel, label in PLAN_ITEMS]
+# --- artifact paths -------------------------------------------------------------------------
+def release_file(key):
+    return f"{RELEASE}/{FILES[key]['path']}"
 
 
-def run_outputs(name):
-    root = P.run_dir(config, name)
-    return [str(root / f) for f in ("summary.json", "outcomes.csv", "attempts.csv")]
+RECEIPT = f"{RELEASE}/receipt.json"
+
+
+def verified(key):
+    return f"{RELEASE}/verified/{key}.json"
+
+
+CATALOG = f"{REV}/tasks/catalog.json"
+
+
+def selection(name):
+    return f"{REV}/tasks/selections/{name}.json"
+
+
+def plan_files():
+    return [f"{REV}/plans/{sel}/{label}.json" for sel, label in PLAN_ITEMS]
+
+
+def model_import(slug):
+    return f"{IMPORTS}/{slug}.json"
+
+
+def run_dir(name):
+    return f"{REV}/runs/{name}"
 
 
 def report_figures():
-    names = ["leaderboard", "cost_success", "per_source"]
-    if len(MODELS) > 1:
-        names.append("paired")
-    return [str(P.report_dir(config) / "figures" / f"{n}.svg") for n in names]
+    paired = ["paired"] if len(MODELS) > 1 else []
+    names = ["leaderboard", "cost_success", "per_source", *paired]
+    return [f"{REPORT}/figures/{name}.svg" for name in names]
+
+
+ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
+DEMO_CHECKOUT = config["source"]["checkout"] if DEMO else []
 
 
 def stage_targets():
     targets = {
-        "fetch": [str(P.receipt(config))],
-        "tasks": [str(P.catalog(config))] + [selection_path(n) for n in config["selections"]],
-        "plans": plan_paths(),
+        "fetch": [RECEIPT],
+        "tasks": [CATALOG, *[selection(n) for n in config["selections"]]],
+        "plans": plan_files(),
         "imports": [f"{IMPORTS}/summary.json", f"{IMPORTS}/leaderboard.csv"],
-        "runs": [f for name in config["runs"] for f in run_outputs(name)],
+        "runs": [f"{run_dir(n)}/{f}" for n in config["runs"] for f in RUN_FILES],
         "report": [],
     }
     if config["report"]["enabled"]:
-        targets["report"] = [
-            str(P.report_dir(config) / "index.html"),
-            str(P.report_dir(config) / "analysis.json"),
-        ] + report_figures()
+        html, analysis = f"{REPORT}/index.html", f"{REPORT}/analysis.json"
+        targets["report"] = [html, analysis, *report_figures()]
     return targets
+
+
+RUN_FILES = ("summary.json", "outcomes.csv", "attempts.csv")
 
 
 def all_artifacts():
     return [f for files in stage_targets().values() for f in files]
 
 
-def all_targets():
-    return all_artifacts() + [str(P.audit(config))]
+# --- settings as command-line flags ---------------------------------------------------------
+def flags(name, values):
+    """`--name v` for each value, each quoted for the shell."""
+    return " ".join(f"--{name} {quote(str(v))}" for v in values)
 
 
-def plan_slice(w):
-    item = PLAN_ITEMS[(w.selection, w.label)]
-    plans = dict(config["plans"], items=[item])
-    if plans["repository_dir"]:
-        plans["repository_dir"] = str(Path(plans["repository_dir"]).resolve())
-    return as_json(
-        base_slice(
-            files=manifest_files(),
-            models={},
-            selections=selection_slice(w.selection),
-            plans=plans,
-        )
+def digest(data):
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
+
+
+def source_flags(location=None):
+    """The source settings; `location` overrides config's (the demo checkout a job declares
+    as input is read where Snakemake staged it)."""
+    source, release = config["source"], config["release"]
+    key = {"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]
+    values = {
+        "source-kind": source["kind"],
+        "source-location": location or source[key],
+        "repository": release["repository"],
+        "revision": release["revision"],
+        "connect-timeout-s": source["connect_timeout_s"],
+        "read-timeout-s": source["read_timeout_s"],
+        "total-timeout-s": source["total_timeout_s"],
+        "retries": source["retries"],
+        "backoff-factor": source["backoff_factor"],
+        "max-bytes": source["max_bytes"],
+    }
+    return " ".join(flags(name, [value]) for name, value in values.items())
+
+
+def skip_flags():
+    return flags("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()])
+
+
+def pin_flags():
+    pins = [f"{key}={spec['path']}@{spec['sha256']}" for key, spec in FILES.items()]
+    return f"{flags('pin', pins)} {skip_flags()}"
+
+
+def identity_flags():
+    release = config["release"]
+    images = [f"{i['role']}={i['reference'] or ''}@{i['digest'] or ''}" for i in release["images"]]
+    values = {
+        "release-name": release["name"],
+        "synthetic": str(release["synthetic"]).lower(),
+        "lean": release["lean"],
+        "mathlib": release["mathlib"],
+        "harbor-version": release["harbor"],
+        "nominal-budget-usd": release["nominal_budget_usd"],
+    }
+    named = " ".join(flags(n, [v]) for n, v in values.items())
+    return f"{named} {flags('image', images)}"
+
+
+def column_flags(kind, flag=None):
+    pairs = [f"{ours}={theirs}" for ours, theirs in config["columns"][kind].items()]
+    return flags(flag or f"{kind}-column", pairs)
+
+
+def discover_column_flags():
+    pairs = [
+        f"{kind}.{ours}={theirs}"
+        for kind, mapping in config["columns"].items()
+        for ours, theirs in mapping.items()
+    ]
+    return flags("column", pairs)
+
+
+def display_name_flags():
+    return flags(
+        "display-name",
+        [f"{s}={m['display_name']}" for s, m in config["models"].items()],
     )
 
 
-def import_slice(models, **extra):
-    return as_json(
-        base_slice(
-            files=manifest_files(),
-            models={m: config["models"][m] for m in models},
-            columns=config["columns"],
-            **extra,
-        )
+def expected_counts():
+    counts = config["release"]["expected_counts"]
+    return f"{counts['tasks']},{counts['sources']},{counts['obligations']}"
+
+
+def selection_flags(name):
+    criteria = config["selections"][name]
+    limit = [] if criteria["limit"] is None else [criteria["limit"]]
+    return " ".join(
+        [
+            flags("task", criteria["tasks"]),
+            flags("book", criteria["sources"]),
+            flags("limit", limit),
+        ]
+    )
+
+
+def absolute(path):
+    return str(Path(path).resolve()) if path else ""
+
+
+def plan_item(w):
+    return PLAN_ITEMS[(w.selection, w.label)]
+
+
+def report_settings_digest():
+    """The settings the report shows (its provenance digest): not plans or selections."""
+    return digest(
+        {
+            "release": config["release"],
+            "models": {m: config["models"][m] for m in MODELS},
+            "import": dict(IMPORT, models=MODELS),
+            "runs": config["runs"],
+            "report": config["report"],
+        }
     )

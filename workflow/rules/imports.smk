@@ -1,42 +1,52 @@
-# Stage 4: the official per-model results, one job per model, then the comparison summary.
+# Stage 4: the official per-model results, one job per model, then the comparison.
 
 
 rule import_model:
     input:
-        lambda w: model_release_paths([w.model]),
-        [release_path(spec["path"]) for spec in manifest_files().values()],
+        catalog=rules.export_catalog.output,
+        verified=lambda w: verified(w.model),
+        results=lambda w: release_file(w.model),
     output:
-        f"{IMPORTS}/{{model}}.json",
+        model_import("{model}"),
+    log:
+        f"{LOGS}/import_model/{{model}}.log",
     wildcard_constraints:
         model="|".join(re.escape(m) for m in MODELS) or "^$",
-    params:
-        afbench=AFBENCH,
-        cfg=lambda w: import_slice(
-            [w.model], **{"import": dict(config["import"], models=[w.model], strict_budget=False)}
-        ),
     conda:
-        "../../environment.yml"
-    log:
-        f"{REV}/logs/import/{{model}}.log",
+        AFBENCH_ENV
+    params:
+        model=lambda w: w.model,
+        display_name=lambda w: config["models"][w.model]["display_name"],
+        pinned_condition=lambda w: config["models"][w.model]["source_condition"],
+        source_condition=IMPORT["source_condition"],
+        budget_usd=IMPORT["budget_usd"],
+        columns=column_flags("results", "column"),
     shell:
-        "{params.afbench} import-results --config-json {params.cfg:q} --models-only 2> {log}"
+        "afbench import-model --catalog {input.catalog:q} --receipt {input.verified:q} "
+        "--results {input.results:q} --model {params.model:q} "
+        "--display-name {params.display_name:q} --pinned-condition {params.pinned_condition} "
+        "--source-condition {params.source_condition} --budget-usd {params.budget_usd} "
+        "{params.columns} --output {output:q} 2> {log:q}"
 
 
-rule import_summary:
+rule compare_models:
     input:
-        [f"{IMPORTS}/{m}.json" for m in MODELS],
+        imports=[model_import(m) for m in MODELS],
+        verified=[verified(m) for m in MODELS],
     output:
         summary=f"{IMPORTS}/summary.json",
         leaderboard=f"{IMPORTS}/leaderboard.csv",
-    params:
-        afbench=AFBENCH,
-        cfg=import_slice(MODELS, **{"import": dict(config["import"], models=MODELS)}),
-    conda:
-        "../../environment.yml"
     log:
-        f"{REV}/logs/import/summary.log",
+        f"{LOGS}/compare_models.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        imports=lambda w, input: flags("import", input.imports),
+        receipts=lambda w, input: flags("receipt", input.verified),
+        strict="--strict-budget" if IMPORT["strict_budget"] else "",
     shell:
-        "{params.afbench} import-results --config-json {params.cfg:q} --summary-only 2> {log}"
+        "afbench compare {params.imports} {params.receipts} {params.strict} "
+        "--summary {output.summary:q} --leaderboard {output.leaderboard:q} 2> {log:q}"
 
 
 rule imports:

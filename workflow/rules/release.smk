@@ -1,63 +1,82 @@
-# Stage 1: fetch the pinned release and verify every byte.
+# Stage 1: fetch the pinned release, then verify every byte and write the receipt.
 
 
-rule demo_upstream:
-    """Build the demo release's git repository (a reproducible commit) from resources/."""
+rule build_demo_upstream:
+    """The demo release's git repository (a reproducible commit) from resources/."""
     input:
         lambda w: sorted(
             str(p) for p in Path(config["demo"]["release_files"]).rglob("*") if p.is_file()
         ),
     output:
-        directory(config["source"]["checkout"] if "demo" in config else "demo-upstream"),
-    params:
-        afbench=AFBENCH,
-        release_files=lambda w: config["demo"]["release_files"],
-    conda:
-        "../../environment.yml"
+        directory(DEMO_CHECKOUT or "demo-upstream"),
     log:
-        f"{REV}/logs/demo_upstream.log",
+        f"{LOGS}/build_demo_upstream.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        release_files=lambda w: config["demo"]["release_files"],
     shell:
-        "{params.afbench} demo repo --release-files {params.release_files:q} --out {output:q} 2> {log}"
+        "afbench demo repo --release-files {params.release_files:q} --out {output:q} 2> {log:q}"
 
 
 rule fetch_file:
-    """One release file, verified against its pin; a pin change reruns only this job."""
+    """One release file, checked against its pin; a pin change refetches only this file."""
     input:
-        demo_checkout(),
+        DEMO_CHECKOUT,
     output:
-        f"{REV}/release/{{path}}",
+        f"{RELEASE}/{{path}}",
+    log:
+        f"{LOGS}/fetch_file/{{path}}.log",
     wildcard_constraints:
-        path="|".join(re.escape(spec.path) for spec in pinned_files(config)),
-    params:
-        afbench=AFBENCH,
-        key=lambda w: fetch_slice(w.path)[0],
-        cfg=lambda w: fetch_slice(w.path)[1],
+        path="|".join(re.escape(p) for p in BY_PATH) or "^$",
     conda:
-        "../../environment.yml"
-    log:
-        f"{REV}/logs/fetch/{{path}}.log",
+        AFBENCH_ENV
+    params:
+        file=lambda w: FILES[BY_PATH[w.path]]["path"],
+        sha256=lambda w: FILES[BY_PATH[w.path]]["sha256"],
+        source=lambda w, input: source_flags(input[0] if DEMO else None),
     shell:
-        "{params.afbench} fetch --config-json {params.cfg:q} --only {params.key:q} 2> {log}"
+        "afbench fetch --file {params.file:q} --sha256 {params.sha256:q} {params.source} "
+        "--output {output:q} 2> {log:q}"
 
 
-rule receipt:
+rule verify_file:
+    """One fetched file re-hashed against its pin: the verified-file record later stages
+    read, so a new pin reruns only what reads that file."""
     input:
-        [release_path(spec.path) for spec in pinned_files(config)],
+        lambda w: release_file(w.key),
     output:
-        f"{REV}/release/receipt.json",
-    params:
-        afbench=AFBENCH,
-        cfg=as_json(
-            base_slice(
-                source=config["source"], files=config["files"], models=config["models"]
-            )
-        ),
-    conda:
-        "../../environment.yml"
+        verified("{key}"),
     log:
-        f"{REV}/logs/receipt.log",
+        f"{LOGS}/verify_file/{{key}}.log",
+    wildcard_constraints:
+        key="|".join(re.escape(k) for k in FILES) or "^$",
+    conda:
+        AFBENCH_ENV
+    params:
+        pin=lambda w: f"{w.key}={FILES[w.key]['path']}@{FILES[w.key]['sha256']}",
+        identity=identity_flags(),
+        source=source_flags(),
     shell:
-        "{params.afbench} fetch --config-json {params.cfg:q} 2> {log}"
+        "afbench verify --file {input:q} --pin {params.pin:q} {params.identity} "
+        "{params.source} --output {output:q} 2> {log:q}"
+
+
+rule verify_release:
+    """The release's receipt: every verified file, and the files config names without a pin."""
+    input:
+        [verified(key) for key in FILES],
+    output:
+        RECEIPT,
+    log:
+        f"{LOGS}/verify_release.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        entries=lambda w, input: flags("entry", input),
+        skips=skip_flags(),
+    shell:
+        "afbench verify {params.entries} {params.skips} --output {output:q} 2> {log:q}"
 
 
 rule fetch:
@@ -66,19 +85,29 @@ rule fetch:
         stage_targets()["fetch"],
 
 
-rule discover:
+rule discover_release:
     """Target (not in `all`): confirm paths, pins and columns against `discover.checkout`."""
     output:
-        f"{REV}/discovered.yaml",
-        f"{REV}/discovery.json",
-    params:
-        afbench=AFBENCH,
-        cfg=as_json(config),
-        checkout=lambda w: config.get("discover", {}).get("checkout") or "",
-    conda:
-        "../../environment.yml"
+        fragment=f"{REV}/discovered.yaml",
+        discovery=f"{REV}/discovery.json",
     log:
-        f"{REV}/logs/discover.log",
+        f"{LOGS}/discover.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        checkout=lambda w: config.get("discover", {}).get("checkout") or "",
+        pins=pin_flags(),
+        columns=discover_column_flags(),
+        names=display_name_flags(),
+        revision=REVISION,
+        max_bytes=config["source"]["max_bytes"],
     shell:
-        "{params.afbench} discover --config-json {params.cfg:q} --checkout {params.checkout:q} "
-        "2> {log}"
+        "afbench discover --checkout {params.checkout:q} --revision {params.revision} "
+        "--max-bytes {params.max_bytes} {params.pins} {params.columns} {params.names} "
+        "--discovery {output.discovery:q} --fragment {output.fragment:q} 2> {log:q}"
+
+
+rule discover:
+    """Target (not in `all`): the discovery report and the config fragment to review."""
+    input:
+        rules.discover_release.output,

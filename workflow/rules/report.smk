@@ -1,55 +1,57 @@
-# Stage 6: analysis, the HTML report, and the audit of every artifact.
+# Stage 6: analysis and the HTML report, then the artifact manifest.
 
 
-rule report_html:
+rule render_report:
     input:
-        summary=f"{IMPORTS}/summary.json",
-        imports=[f"{IMPORTS}/{m}.json" for m in MODELS],
-        catalog=str(P.catalog(config)),
-        receipt=str(P.receipt(config)),
-        runs=[run_outputs(name)[0] for name in config["runs"]],
+        summary=rules.compare_models.output.summary,
+        imports=[model_import(m) for m in MODELS],
+        catalog=rules.export_catalog.output,
+        receipt=rules.verify_release.output,
+        runs=[f"{run_dir(name)}/summary.json" for name in config["runs"]],
     output:
-        html=report(
-            str(P.report_dir(config) / "index.html"),
-            caption="../report/index.rst",
-            category="Report",
-        ),
-        analysis=str(P.report_dir(config) / "analysis.json"),
+        html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
+        analysis=f"{REPORT}/analysis.json",
         figures=[
-            report(f, caption="../report/figure.rst", category="Figures")
-            for f in report_figures()
+            report(f, caption="../report/figure.rst", category="Figures") for f in report_figures()
         ],
-    params:
-        afbench=AFBENCH,
-        cfg=as_json(report_slice(config)),
-    conda:
-        "../../environment.yml"
     log:
-        f"{REV}/logs/report.log",
+        f"{LOGS}/render_report.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        imports=lambda w, input: flags("import", input.imports),
+        runs=lambda w, input: flags("run", input.runs),
+        figures=lambda w, output: flags("figure", output.figures),
+        confidence=config["report"]["confidence"],
+        settings_digest=report_settings_digest(),
     shell:
-        "{params.afbench} report --config-json {params.cfg:q} 2> {log}"
+        "afbench report --summary {input.summary:q} {params.imports} "
+        "--catalog {input.catalog:q} --receipt {input.receipt:q} {params.runs} "
+        "--confidence {params.confidence} --settings-digest {params.settings_digest} "
+        "--html {output.html:q} --analysis {output.analysis:q} {params.figures} 2> {log:q}"
 
 
-rule audit:
+rule write_artifact_manifest:
     """Every artifact the config asked for, with its SHA-256, the config digest and versions."""
     input:
         all_artifacts(),
     output:
-        str(P.audit(config)),
-    params:
-        afbench=AFBENCH,
-        cfg=as_json(config),
-        files=lambda w, input: " ".join(f"--file {shlex_quote(f)}" for f in input),
-    conda:
-        "../../environment.yml"
+        ARTIFACT_MANIFEST,
     log:
-        f"{REV}/logs/audit.log",
+        f"{LOGS}/write_artifact_manifest.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        root=lambda w, output: Path(output[0]).parent,
+        revision=REVISION,
+        config_digest=digest(config),
     shell:
-        "{params.afbench} audit --config-json {params.cfg:q} {params.files} 2> {log}"
+        "afbench artifacts --root {params.root:q} --revision {params.revision} "
+        "--config-digest {params.config_digest} --output {output:q} {input:q} 2> {log:q}"
 
 
 rule report:
-    """Target: the report and the audit."""
+    """Target: the report and the artifact manifest."""
     input:
         stage_targets()["report"],
-        str(P.audit(config)),
+        ARTIFACT_MANIFEST,

@@ -3,30 +3,26 @@
 
 rule import_run:
     input:
-        selection=lambda w: selection_path(config["runs"][w.name]["selection"]),
+        selection=lambda w: selection(config["runs"][w.name]["selection"]),
         paths=lambda w: config["runs"][w.name]["paths"],
     output:
-        summary=f"{REV}/runs/{{name}}/summary.json",
-        outcomes=f"{REV}/runs/{{name}}/outcomes.csv",
-        attempts=f"{REV}/runs/{{name}}/attempts.csv",
+        **{f.split(".")[0]: f"{run_dir('{name}')}/{f}" for f in RUN_FILES},
+    log:
+        f"{LOGS}/import_run/{{name}}.log",
     wildcard_constraints:
         name="|".join(re.escape(n) for n in config["runs"]) or "^$",
-    params:
-        afbench=AFBENCH,
-        cfg=lambda w: as_json(
-            base_slice(
-                files=manifest_files(),
-                models={},
-                selections=selection_slice(config["runs"][w.name]["selection"]),
-                runs={w.name: config["runs"][w.name]},
-            )
-        ),
     conda:
-        "../../environment.yml"
-    log:
-        f"{REV}/logs/runs/{{name}}.log",
+        AFBENCH_ENV
+    params:
+        name=lambda w: w.name,
+        kind=lambda w: config["runs"][w.name]["kind"],
+        budget_usd=lambda w: config["runs"][w.name]["budget_usd"],
+        paths=lambda w, input: flags("path", input.paths),
     shell:
-        "{params.afbench} import-run --config-json {params.cfg:q} --run {wildcards.name} 2> {log}"
+        "afbench import-run --selection {input.selection:q} --name {params.name:q} "
+        "--kind {params.kind} {params.paths} --budget-usd {params.budget_usd} "
+        "--summary {output.summary:q} --outcomes {output.outcomes:q} "
+        "--attempts {output.attempts:q} 2> {log:q}"
 
 
 rule runs:

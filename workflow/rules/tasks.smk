@@ -1,46 +1,44 @@
-# Stage 2: the source-free task catalog and named selections.
+# Stage 2: the source-free task catalog and the named selections.
 
 
-rule catalog:
+rule export_catalog:
     input:
-        [release_path(spec["path"]) for spec in manifest_files().values()],
+        manifest=release_file("manifest"),
+        sources=release_file("sources"),
+        receipts=[verified("manifest"), verified("sources")],
     output:
-        str(P.catalog(config)),
-    params:
-        afbench=AFBENCH,
-        cfg=as_json(
-            base_slice(files=manifest_files(), models={}, columns=config["columns"])
-        ),
-    conda:
-        "../../environment.yml"
+        CATALOG,
     log:
-        f"{REV}/logs/catalog.log",
+        f"{LOGS}/export_catalog.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        receipts=lambda w, input: flags("receipt", input.receipts),
+        columns=f"{column_flags('manifest')} {column_flags('sources')}",
+        expected_counts=expected_counts(),
     shell:
-        "{params.afbench} tasks --config-json {params.cfg:q} --catalog-only 2> {log}"
+        "afbench tasks --manifest {input.manifest:q} --sources {input.sources:q} "
+        "{params.receipts} {params.columns} "
+        "--expected-counts {params.expected_counts} --output {output:q} 2> {log:q}"
 
 
-rule selection:
+rule select_tasks:
     input:
-        str(P.catalog(config)),
+        rules.export_catalog.output,
     output:
-        f"{REV}/tasks/selections/{{name}}.json",
+        selection("{name}"),
+    log:
+        f"{LOGS}/select_tasks/{{name}}.log",
     wildcard_constraints:
         name="|".join(re.escape(n) for n in config["selections"]) or "^$",
-    params:
-        afbench=AFBENCH,
-        cfg=lambda w: as_json(
-            base_slice(
-                files=manifest_files(),
-                models={},
-                selections={w.name: config["selections"][w.name]},
-            )
-        ),
     conda:
-        "../../environment.yml"
-    log:
-        f"{REV}/logs/selection/{{name}}.log",
+        AFBENCH_ENV
+    params:
+        name=lambda w: w.name,
+        criteria=lambda w: selection_flags(w.name),
     shell:
-        "{params.afbench} tasks --config-json {params.cfg:q} --selection {wildcards.name} 2> {log}"
+        "afbench tasks --catalog {input:q} --name {params.name:q} {params.criteria} "
+        "--output {output:q} 2> {log:q}"
 
 
 rule tasks:

@@ -1,0 +1,70 @@
+"""Artifacts as typed records: every JSON artifact carries `kind` and `schema_version`, and is
+read back only as the kind its reader expects."""
+
+from __future__ import annotations
+
+import platform
+from importlib import metadata
+from pathlib import Path
+
+from . import __version__
+from .errors import AfbenchError
+from .fsutil import read_json_file
+
+SCHEMA_VERSION = 1
+
+RECEIPT = "afbench release receipt"
+VERIFIED_FILE = "afbench verified file"
+CATALOG = "afbench task catalog"
+SELECTION = "afbench task selection"
+PLAN = "afbench harbor run plan"
+MODEL_IMPORT = "afbench official results import"
+SUMMARY = "afbench official results summary"
+OFFICIAL_REFERENCE = "afbench official reference"
+VERDICT = "afbench verdict import"
+RUN_SUMMARY = "afbench local run summary"
+ANALYSIS = "afbench analysis"
+ARTIFACT_MANIFEST = "afbench artifact manifest"
+DISCOVERY = "afbench discovery"
+
+
+def record(kind: str, **body: object) -> dict:
+    return {"kind": kind, "schema_version": SCHEMA_VERSION, **body}
+
+
+def read_record(path: Path | str, kind: str, *also: str) -> dict:
+    """An artifact of this kind (or one of `also`) and this schema version, or one clear
+    error naming the file."""
+    data = read_json_file(Path(path), kind.removeprefix("afbench "))
+    if not isinstance(data, dict) or data.get("kind") not in (kind, *also):
+        found = data.get("kind") if isinstance(data, dict) else type(data).__name__
+        raise AfbenchError(
+            "not the artifact expected here",
+            file=str(path),
+            field="kind",
+            expected=kind,
+            found=found,
+        )
+    if data.get("schema_version") != SCHEMA_VERSION:
+        raise AfbenchError(
+            "artifact written by an incompatible afbench; rebuild it",
+            file=str(path),
+            field="schema_version",
+            expected=SCHEMA_VERSION,
+            found=data.get("schema_version"),
+        )
+    return data
+
+
+def tool_versions() -> dict[str, str]:
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "python": platform.python_version(),
+        "snakemake": version("snakemake"),
+        "afbench": __version__,
+    }
