@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from .errors import AfbenchError, Problem
 
 if TYPE_CHECKING:  # pandas is imported when a CSV is read: commands without one stay light
+    import numpy as np
     import pandas as pd
 
 MAX_FIELD = 100_000  # characters in one cell
@@ -87,11 +88,13 @@ def _too_long(file: str) -> AfbenchError:
     )
 
 
-def _split_plain(text: str, file: str) -> tuple[list[str], int] | None:
-    """Text without a quote character, without a blank line or a lone CR, whose every line has
-    the header's number of fields: its cells, row after row, and the width, by plain
+def _split_plain(text: str, file: str) -> np.ndarray | None:
+    """Text without a quote character, a blank line or a lone CR, whose every line has the
+    header's number of fields: its cells as a 2-D array (the header first), by plain
     splitting, which is what the strict reader gives for such text, many times faster. None
     for any other text: the strict reader reads it (and words any refusal)."""
+    import numpy as np
+
     if '"' in text or not text:
         return None
     if "\r" in text:
@@ -101,17 +104,26 @@ def _split_plain(text: str, file: str) -> tuple[list[str], int] | None:
     text = text.removesuffix("\n")
     if not text or text.startswith("\n") or text.endswith("\n") or "\n\n" in text:
         return None
-    lines = text.split("\n")
-    if max(map(len, lines)) > MAX_FIELD:
-        return None
-    width = lines[0].count(",") + 1
+    lines = text.count("\n") + 1
+    header_end = text.find("\n")
+    width = text.count(",", 0, header_end if header_end >= 0 else len(text)) + 1
     if width > MAX_COLUMNS:
-        raise _too_wide(file, width)
-    if len(lines) - 1 > MAX_ROWS:
+        return None  # the strict reader refuses it after reading the header alone
+    if lines - 1 > MAX_ROWS:
         raise _too_long(file)
-    if any(line.count(",") != width - 1 for line in lines):
+    raw = np.frombuffer(text.encode(), dtype=np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    if np.diff(ends, prepend=-1, append=len(raw)).max(initial=0) > MAX_FIELD:
+        return None  # a line this long may hold a cell over the limit (a line's bytes >= chars)
+    # Every line end becomes a cell of its own, a NUL (never in the text: refused before), so
+    # that one split gives every cell; then if every (width + 1)-th cell is a NUL, and there
+    # are as many cells as that needs, every line has the header's width.
+    cells = (text + "\n").replace("\n", ",\x00,").split(",")
+    del text, raw
+    cells.pop()  # the empty cell after the last NUL
+    if len(cells) != lines * (width + 1) or cells[width :: width + 1].count("\x00") != lines:
         return None
-    return text.replace("\n", ",").split(","), width
+    return np.array(cells, dtype=object).reshape(lines, width + 1)[:, :width]
 
 
 def _tokenise(text: str, file: str) -> tuple[list[str], list[list[str]]]:
@@ -157,13 +169,12 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise AfbenchError(f"NUL character on line {line}; not a text CSV", file=file, row=line)
-    plain = _split_plain(text, file)
-    if plain is not None:
-        cells, width = plain
-        raw_header, body = cells[:width], None
+    block = _split_plain(text, file)
+    if block is not None:
+        raw_header, body = block[0].tolist(), None
     else:
         raw_header, body = _tokenise(text, file)
-    del text, plain
+    del text
     if not any(raw_header):
         raise AfbenchError("empty file: no header row", file=file)
     header = [name.strip() for name in raw_header]
@@ -205,8 +216,7 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
             )
     # one 2-D block of Python strings; the frame's columns are our fields, in mapping order
     if body is None:
-        block = np.array(cells, dtype=object).reshape(-1, width)[1:]
-        del cells
+        block = block[1:]
     else:
         block = np.array(body, dtype=object) if body else np.empty((0, width), dtype=object)
         del body
@@ -361,8 +371,13 @@ def int_column(
 
 def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> list[float | None]:
     """Finite, non-negative decimals."""
+    texts = column.to_numpy().tolist()
+    if all(map(DECIMAL.fullmatch, texts)):
+        values = list(map(float, texts))
+        if math.inf not in values:
+            return values
     match = DECIMAL.fullmatch
-    values = [float(text) if match(text) else None for text in column.to_numpy().tolist()]
+    values = [float(text) if match(text) else None for text in texts]
     bad = [i for i, value in enumerate(values) if value is None or value == math.inf]
     if bad:
         _refuse(

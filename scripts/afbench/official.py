@@ -54,34 +54,39 @@ def _parse_finished(text: str) -> str | None:
 BOOLEANS = {"true": True, "false": False}
 
 
+_BAD = object()
+
+
 def _finished_column(column, found: list, order: int, file: str) -> list[str | None]:
     """finished_at: ISO-8601 date or datetime, or empty (unknown)."""
 
-    def parse(text: str) -> tuple[bool, str | None]:
+    def parse(text: str) -> object:
         try:
-            return True, _parse_finished(text)
+            return _parse_finished(text)
         except ValueError:
-            return False, None
+            return _BAD
 
-    parsed = per_distinct(column.to_numpy().tolist(), parse)
-    for i, (ok, _) in enumerate(parsed):
-        if not ok:
-            row = int(column.index[i])
-            found.append(
-                (
-                    row,
-                    order,
-                    Problem(
-                        "not an ISO-8601 date or datetime",
-                        file=file,
-                        row=row,
-                        field="finished_at",
-                        expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                        found=column.iat[i],
-                    ),
+    values = per_distinct(column.to_numpy().tolist(), parse)
+    if _BAD in values:
+        for i, value in enumerate(values):
+            if value is _BAD:
+                row = int(column.index[i])
+                found.append(
+                    (
+                        row,
+                        order,
+                        Problem(
+                            "not an ISO-8601 date or datetime",
+                            file=file,
+                            row=row,
+                            field="finished_at",
+                            expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
+                            found=column.iat[i],
+                        ),
+                    )
                 )
-            )
-    return [value for _, value in parsed]
+                values[i] = None
+    return values
 
 
 def parse_results(
@@ -116,84 +121,100 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             )
         )
 
-    task_ids = frame["task_id"]
-    ids = list(manifest)
-    position = pd.Index(ids, dtype=object).get_indexer(task_ids.to_numpy(dtype=object))
-    valid = position >= 0
-    for i, first in first_rows(task_ids):
-        valid[i] = False
-        position[i] = -2  # reported as a duplicate, not as unknown
-        bad(
-            int(frame.index[i]),
-            0,
-            "task_id",
-            f"duplicate task_id (first at row {first})",
-            value=task_ids.iat[i],
-        )
-    for i in np.flatnonzero(position == -1).tolist():
-        bad(
-            int(frame.index[i]),
-            0,
-            "task_id",
-            "unknown task_id (not in MANIFEST)",
-            value=task_ids.iat[i],
-        )
+    def text(field: str) -> list[str]:
+        return rows[field].to_numpy().tolist()
 
-    rows = frame if valid.all() else frame[valid]
-    numbers = rows.index.to_numpy().tolist()
-    tasks = [manifest[ids[p]] for p in position[valid].tolist()]
+    # task ids: each once, each in the MANIFEST (a repeat is reported as such, not as unknown)
+    task_ids = frame["task_id"].to_numpy().tolist()
+    tasks = list(map(manifest.get, task_ids))
+    repeats = first_rows(frame["task_id"])
+    valid = np.ones(len(task_ids), dtype=bool)
+    for i, first in repeats:
+        valid[i] = False
+        bad(i + 2, 0, "task_id", f"duplicate task_id (first at row {first})", value=task_ids[i])
+    if None in tasks:
+        for i, task in enumerate(tasks):
+            if task is None and valid[i]:
+                valid[i] = False
+                bad(i + 2, 0, "task_id", "unknown task_id (not in MANIFEST)", value=task_ids[i])
+    if valid.all():
+        rows = frame
+    else:
+        rows = frame[valid]
+        tasks = [task for task, keep in zip(tasks, valid.tolist(), strict=True) if keep]
+    numbers = rows.index.tolist()
+
+    # the MANIFEST's own columns, unchanged
     source_ids = [t["source_id"] for t in tasks]
     n = [t["n_obligations"] for t in tasks]
+    as_text = {value: str(value) for value in set(n)}
     expected = {
         "source_id": source_ids,
         "target_declaration": [t["target_declaration"] for t in tasks],
+        "n_obligations": list(map(as_text.__getitem__, n)),
     }
-    for order, field in enumerate(("source_id", "target_declaration"), start=1):
-        for i, (want, got) in enumerate(
-            zip(expected[field], rows[field].to_numpy().tolist(), strict=True)
-        ):
-            if want != got:
-                bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
-    as_text = {value: str(value) for value in set(n)}
-    for i, (want, got) in enumerate(zip(n, rows["n_obligations"].to_numpy().tolist(), strict=True)):
-        if as_text[want] != got:
-            bad(numbers[i], 3, "n_obligations", "differs from the MANIFEST row", want, got)
-    success = [BOOLEANS.get(text) for text in rows["success"].to_numpy().tolist()]
-    for i, won in enumerate(success):
-        if won is None:
-            bad(numbers[i], 4, "success", "not a boolean", "true or false", rows["success"].iat[i])
+    for order, field in enumerate(expected, start=1):
+        actual = text(field)
+        if actual != expected[field]:
+            for i, (want, got) in enumerate(zip(expected[field], actual, strict=True)):
+                if want != got:
+                    want = n[i] if field == "n_obligations" else want
+                    bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
+
+    # the model's outcome: success, obligations, cost, stop reason, finish time
+    success_text = text("success")
+    success = list(map(BOOLEANS.get, success_text))
+    if None in success:
+        for i, won in enumerate(success):
+            if won is None:
+                bad(numbers[i], 4, "success", "not a boolean", "true or false", success_text[i])
     accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
     cost = cost_column(rows["cost_usd"], found, 6, file=file)
-    stop = rows["stop_reason"].to_numpy().tolist()
-    for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
-        if not reason.strip():
-            bad(numbers[i], 7, "stop_reason", "empty value", "e.g. solved, gave_up")
-        if won is None:
-            continue
-        if won != (reason == "solved"):
-            bad(
-                numbers[i],
-                8,
-                "stop_reason",
-                "success must hold if and only if stop_reason is 'solved'",
-                "solved" if won else "not solved",
-                reason,
-            )
-        if won and got is not None and got != total:
+    stop = text("stop_reason")
+    empty = per_distinct(stop, lambda reason: not reason.strip())
+    solved = per_distinct(stop, lambda reason: reason == "solved")
+    won_all = [won is True for won in success]
+    if True in empty or solved != won_all or None in success or None in accepted:
+        for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
+            if empty[i]:
+                bad(numbers[i], 7, "stop_reason", "empty value", "e.g. solved, gave_up")
+            if won is not None and won != solved[i]:
+                bad(
+                    numbers[i],
+                    8,
+                    "stop_reason",
+                    "success must hold if and only if stop_reason is 'solved'",
+                    "solved" if won else "not solved",
+                    reason,
+                )
+            if won and got is not None and got != total:
+                bad(
+                    numbers[i],
+                    9,
+                    "obligations_accepted",
+                    "a success needs every obligation accepted",
+                    total,
+                    got,
+                )
+    else:  # every row is a clean true/false, so only a short success is left to find
+        for i in np.flatnonzero(
+            np.array(won_all, dtype=bool) & (np.array(accepted) != np.array(n))
+        ).tolist():
             bad(
                 numbers[i],
                 9,
                 "obligations_accepted",
                 "a success needs every obligation accepted",
-                total,
-                got,
+                n[i],
+                accepted[i],
             )
     finished = _finished_column(rows["finished_at"], found, 10, file)
 
+    # file-level: every MANIFEST task present, the constant columns constant
     after = []
-    present = set(task_ids.to_numpy().tolist())
-    missing = [tid for tid in ids if tid not in present]
-    if missing:
+    if len(numbers) != len(manifest):
+        present = set(task_ids)
+        missing = [tid for tid in manifest if tid not in present]
         after.append(
             Problem(
                 f"{len(missing)} MANIFEST task(s) missing: "
@@ -204,12 +225,11 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         )
     constants = {}
     for field in CONSTANT_FIELDS if numbers else ():
-        values = rows[field].to_numpy(dtype=object)
-        listed = values.tolist()
-        if listed.count(listed[0]) == len(listed):
-            constants[field] = listed[0]
+        values = text(field)
+        if values.count(values[0]) == len(values):
+            constants[field] = values[0]
             continue
-        codes, uniques = pd.factorize(values, use_na_sentinel=False)
+        codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
         common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
         constants[field] = uniques[common]
         for i in np.flatnonzero(codes != common).tolist():
@@ -246,15 +266,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             "finished_at": when,
         }
         for task_id, source_id, won, total, got, usd, reason, when in zip(
-            rows["task_id"].to_numpy().tolist(),
-            source_ids,
-            success,
-            n,
-            accepted,
-            cost,
-            stop,
-            finished,
-            strict=True,
+            text("task_id"), source_ids, success, n, accepted, cost, stop, finished, strict=True
         )
     ]
     return records, constants, table.extra_columns
