@@ -5,11 +5,10 @@ model_scale=5)`: 45 models x 34,100 tasks), writes it to bench/work/import-speed
 the same per-model work in two fresh processes, one with the package as it is at REF (default
 `main`, taken with `git archive`) and one with this work tree's package:
 
-  tasks    what `import_model` does for every model before the results: MANIFEST and SOURCES
-           parsed and cross-checked (`catalog.load_release_tasks` without the file reading);
-  results  `official.parse_results` on the model's CSV;
+  catalog  `catalog.build_catalog` (MANIFEST and SOURCES parsed and cross-checked), once;
+  results  `official.parse_results` on each model's CSV;
   summary  `official.summarize_model` on its records;
-  json     `fsutil.json_bytes` of the import (the bytes `afbench import-results` writes).
+  json     `fsutil.json_bytes` of the import (the bytes `afbench import-model` writes).
 
 Prints seconds per phase summed over the 45 models, the ratios new/old, and each process's
 peak resident memory; checks that both sides produce byte-identical JSON.
@@ -20,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import resource
 import shutil
 import subprocess
 import sys
@@ -30,7 +28,36 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "work" / "import-speed"
-PHASES = ("tasks", "results", "summary", "json")
+PHASES = ("catalog", "results", "summary", "json")
+MANIFEST_FIELDS = (
+    "task_id",
+    "source_id",
+    "source_ref",
+    "target_declaration",
+    "n_obligations",
+    "workspace",
+)
+RESULT_FIELDS = (
+    "task_id",
+    "source_id",
+    "target_declaration",
+    "n_obligations",
+    "success",
+    "obligations_accepted",
+    "cost_usd",
+    "stop_reason",
+    "source_condition",
+    "scaffold",
+    "tools",
+    "stopping_policy",
+    "finished_at",
+)
+RELEASE = {
+    "name": "bench",
+    "repository": "bench/bench",
+    "revision": "0" * 40,
+    "nominal_budget_usd": 200,
+}
 TASK_SCALE, MODEL_SCALE = 100, 5
 
 
@@ -68,90 +95,98 @@ def old_package(ref: str) -> Path:
 
 
 def child(scripts: str) -> None:
-    """One side: every model's import, timed per phase. Prints one JSON line."""
+    """One side: the catalog once, then every model's import, timed per phase. Prints one JSON
+    line."""
     sys.path.insert(0, scripts)
-    import yaml
-
     started = time.perf_counter()
-    from afbench import catalog, official
-    from afbench.config import validate_config
+    from afbench import catalog as catalog_module
+    from afbench import official
     from afbench.fsutil import json_bytes
 
     import_s = time.perf_counter() - started
-    assert Path(catalog.__file__).is_relative_to(scripts), catalog.__file__
+    assert Path(catalog_module.__file__).is_relative_to(scripts), catalog_module.__file__
     info = json.loads((WORK / "release.json").read_text())
     release = WORK / "release"
-    config = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
-    config.pop("demo", None)
-    config["release"]["expected_counts"] = {
-        "tasks": 341 * TASK_SCALE,
-        "sources": 24,
-        "obligations": 1155 * TASK_SCALE,
+    columns = {
+        kind: {field: field for field in fields}
+        for kind, fields in {
+            "manifest": MANIFEST_FIELDS,
+            "sources": ("source_id", "title", "authors", "license", "n_tasks"),
+            "results": RESULT_FIELDS,
+        }.items()
     }
-    config["models"] = {
-        slug: {
-            "display_name": slug,
-            "path": f"results/{slug}.csv",
-            "sha256": info["sha256"][f"results/{slug}.csv"],
-        }
-        for slug in info["models"]
+    entry = {
+        name: {"path": name, "actual_sha256": info["sha256"][name]}
+        for name in ("MANIFEST.csv", "SOURCES.csv")
     }
-    config = validate_config(config)
-    names = {"manifest": "MANIFEST.csv", "sources": "SOURCES.csv"}
-    meta = {"inputs": {name: info["sha256"][name] for name in names.values()}}
-
-    class Spec:
-        def __init__(self, path: str) -> None:
-            self.path, self.sha256 = path, info["sha256"][path]
-
     seconds = dict.fromkeys(PHASES, 0.0)
+    cpu = dict.fromkeys(PHASES, 0.0)
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    catalog = catalog_module.build_catalog(
+        ((release / "MANIFEST.csv").read_bytes(), entry["MANIFEST.csv"]),
+        ((release / "SOURCES.csv").read_bytes(), entry["SOURCES.csv"]),
+        columns,
+        {"tasks": 341 * TASK_SCALE, "sources": 24, "obligations": 1155 * TASK_SCALE},
+        RELEASE,
+        "synthetic demo data",
+    )
+    seconds["catalog"] = time.perf_counter() - t0
+    cpu["catalog"] = time.process_time() - c0
+    manifest = {t["task_id"]: t for t in catalog["tasks"]}
     digests = {}
     for slug in info["models"]:
-        spec = Spec(f"results/{slug}.csv")
-        manifest_bytes = (release / names["manifest"]).read_bytes()
-        sources_bytes = (release / names["sources"]).read_bytes()
-        data = (release / spec.path).read_bytes()
-        t0 = time.perf_counter()
-        tasks, task_extra = catalog.parse_manifest(
-            manifest_bytes, names["manifest"], config["columns"]["manifest"]
-        )
-        sources, source_extra = catalog.parse_sources(
-            sources_bytes, names["sources"], config["columns"]["sources"]
-        )
-        catalog.cross_check(tasks, sources, config["release"]["expected_counts"], names)
-        meta["extra_columns"] = {names["manifest"]: task_extra, names["sources"]: source_extra}
-        t1 = time.perf_counter()
+        path = f"results/{slug}.csv"
+        data = (release / path).read_bytes()
+        model = official.ModelSpec(slug, slug, "source-present")
+        c0, t0 = time.process_time(), time.perf_counter()
         records, constants, extra = official.parse_results(
-            data,
-            spec.path,
-            config["columns"]["results"],
-            {t["task_id"]: t for t in tasks},
-            config["models"][slug]["source_condition"],
+            data, path, columns["results"], manifest, model.pinned_condition
         )
-        t2 = time.perf_counter()
-        summary = official.summarize_model(config, slug, records, constants, 200, spec, meta, extra)
-        t3 = time.perf_counter()
+        c1, t1 = time.process_time(), time.perf_counter()
+        summary = official.summarize_model(
+            catalog,
+            model,
+            records,
+            constants,
+            200,
+            {"path": path, "actual_sha256": info["sha256"][path]},
+            extra,
+        )
+        c2, t2 = time.process_time(), time.perf_counter()
         out = json_bytes(summary)
-        t4 = time.perf_counter()
-        for phase, (a, b) in zip(PHASES, [(t0, t1), (t1, t2), (t2, t3), (t3, t4)], strict=True):
+        c3, t3 = time.process_time(), time.perf_counter()
+        for phase, a, b, ca, cb in (
+            ("results", t0, t1, c0, c1),
+            ("summary", t1, t2, c1, c2),
+            ("json", t2, t3, c2, c3),
+        ):
             seconds[phase] += b - a
+            cpu[phase] += cb - ca
         digests[slug] = hashlib.sha256(out).hexdigest()
-        del tasks, sources, records, summary, out, data
-    peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        del records, summary, out, data
+    # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec)
+    status = Path("/proc/self/status").read_text()
+    peak_mib = int(status.split("VmHWM:")[1].split()[0]) / 1024
     print(
         json.dumps(
-            {"seconds": seconds, "import_s": import_s, "peak_mib": peak_mib, "digests": digests}
+            {
+                "seconds": seconds,
+                "cpu": cpu,
+                "import_s": import_s,
+                "peak_mib": peak_mib,
+                "digests": digests,
+            }
         )
     )
 
 
 def run_side(scripts: Path) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", str(scripts)],
-        check=True,
-        capture_output=True,
-        text=True,
+        [sys.executable, __file__, "--child", str(scripts)], capture_output=True, text=True
     )
+    if out.returncode != 0:
+        sys.exit(f"{scripts}: {out.stderr[-3000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -169,19 +204,32 @@ def main() -> None:
     old = run_side(old_package(ref))
     new = run_side(REPO / "scripts")
     same = old["digests"] == new["digests"]
-    rows = [("phase", f"old ({ref}) s", "new s", "new/old")]
+    rows = [("phase", f"old ({ref}) s", "new s", "new/old", "old cpu s", "new cpu s", "new/old")]
     for label, phases in [
         *[(p, (p,)) for p in PHASES],
-        ("results + summary", ("results", "summary")),
-        ("tasks + results + summary", ("tasks", "results", "summary")),
-        ("all four (as import-results)", PHASES),
+        ("results + summary (per model)", ("results", "summary")),
+        ("results + summary + json", ("results", "summary", "json")),
+        ("all (catalog once + 45 imports)", PHASES),
     ]:
         a = sum(old["seconds"][p] for p in phases)
         b = sum(new["seconds"][p] for p in phases)
-        rows.append((label, f"{a:.2f}", f"{b:.2f}", f"{b / a:.2f}"))
-    rows.append(("package import", f"{old['import_s']:.2f}", f"{new['import_s']:.2f}", ""))
-    rows.append(("peak memory MiB", f"{old['peak_mib']:.0f}", f"{new['peak_mib']:.0f}", ""))
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        ca = sum(old["cpu"][p] for p in phases)
+        cb = sum(new["cpu"][p] for p in phases)
+        rows.append(
+            (
+                label,
+                f"{a:.2f}",
+                f"{b:.2f}",
+                f"{b / a:.2f}",
+                f"{ca:.2f}",
+                f"{cb:.2f}",
+                f"{cb / ca:.2f}",
+            )
+        )
+    blank = ("", "", "")
+    rows.append(("package import", f"{old['import_s']:.2f}", f"{new['import_s']:.2f}", "", *blank))
+    rows.append(("peak memory MiB", f"{old['peak_mib']:.0f}", f"{new['peak_mib']:.0f}", "", *blank))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
         print(
             "  ".join(
