@@ -13,7 +13,7 @@ the same per-model work in two fresh processes, one with the package as it is at
 Prints seconds per phase summed over the 45 models, the ratios new/old, and each process's
 peak resident memory; checks that both sides produce byte-identical JSON.
 
-Usage: python bench/import_speed.py [REF]"""
+Usage: python bench/import_speed.py [REF] [--reuse]   (--reuse: the release already written)"""
 
 from __future__ import annotations
 
@@ -94,15 +94,35 @@ def old_package(ref: str) -> Path:
     return root / "scripts"
 
 
+class Clock:
+    """Wall and CPU seconds per phase."""
+
+    def __init__(self) -> None:
+        self.wall = dict.fromkeys(PHASES, 0.0)
+        self.cpu = dict.fromkeys(PHASES, 0.0)
+
+    def run(self, phase: str, fn, *args):
+        c, t = time.process_time(), time.perf_counter()
+        result = fn(*args)
+        self.wall[phase] += time.perf_counter() - t
+        self.cpu[phase] += time.process_time() - c
+        return result
+
+
 def child(scripts: str) -> None:
-    """One side: the catalog once, then every model's import, timed per phase. Prints one JSON
-    line."""
+    """One side: every model's import, timed per phase. Prints one JSON line.
+
+    With today's API (`official.ModelSpec`) the catalog is built once, as `afbench tasks`
+    does; with the API before the issue-12 renovation, `import_model` re-parsed MANIFEST and
+    SOURCES for every model, so that is done (and timed as `catalog`) for every model."""
     sys.path.insert(0, scripts)
     started = time.perf_counter()
     from afbench import catalog as catalog_module
     from afbench import official
     from afbench.fsutil import json_bytes
 
+    if "import pandas" in Path(catalog_module.__file__).with_name("csvtable.py").read_text():
+        import pandas  # noqa: F401  (imported on first use; counted here, not in a phase)
     import_s = time.perf_counter() - started
     assert Path(catalog_module.__file__).is_relative_to(scripts), catalog_module.__file__
     info = json.loads((WORK / "release.json").read_text())
@@ -115,54 +135,75 @@ def child(scripts: str) -> None:
             "results": RESULT_FIELDS,
         }.items()
     }
-    entry = {
-        name: {"path": name, "actual_sha256": info["sha256"][name]}
-        for name in ("MANIFEST.csv", "SOURCES.csv")
-    }
-    seconds = dict.fromkeys(PHASES, 0.0)
-    cpu = dict.fromkeys(PHASES, 0.0)
-    c0 = time.process_time()
-    t0 = time.perf_counter()
-    catalog = catalog_module.build_catalog(
-        ((release / "MANIFEST.csv").read_bytes(), entry["MANIFEST.csv"]),
-        ((release / "SOURCES.csv").read_bytes(), entry["SOURCES.csv"]),
-        columns,
-        {"tasks": 341 * TASK_SCALE, "sources": 24, "obligations": 1155 * TASK_SCALE},
-        RELEASE,
-        "synthetic demo data",
-    )
-    seconds["catalog"] = time.perf_counter() - t0
-    cpu["catalog"] = time.process_time() - c0
-    manifest = {t["task_id"]: t for t in catalog["tasks"]}
+    names = {"manifest": "MANIFEST.csv", "sources": "SOURCES.csv"}
+    sha = info["sha256"]
+    counts = {"tasks": 341 * TASK_SCALE, "sources": 24, "obligations": 1155 * TASK_SCALE}
+    manifest_bytes = (release / names["manifest"]).read_bytes()
+    sources_bytes = (release / names["sources"]).read_bytes()
+    clock = Clock()
+    legacy = not hasattr(official, "ModelSpec")
+
+    def release_tasks():
+        tasks, task_extra = catalog_module.parse_manifest(
+            manifest_bytes, names["manifest"], columns["manifest"]
+        )
+        rows, source_extra = catalog_module.parse_sources(
+            sources_bytes, names["sources"], columns["sources"]
+        )
+        catalog_module.cross_check(tasks, rows, counts, names)
+        meta = {
+            "inputs": {name: sha[name] for name in names.values()},
+            "extra_columns": {names["manifest"]: task_extra, names["sources"]: source_extra},
+        }
+        return tasks, meta
+
+    if not legacy:
+        catalog = clock.run(
+            "catalog",
+            catalog_module.build_catalog,
+            (manifest_bytes, {"path": names["manifest"], "actual_sha256": sha[names["manifest"]]}),
+            (sources_bytes, {"path": names["sources"], "actual_sha256": sha[names["sources"]]}),
+            columns,
+            counts,
+            RELEASE,
+            "synthetic demo data",
+        )
+        manifest = {t["task_id"]: t for t in catalog["tasks"]}
+    else:
+        config = {"release": {**RELEASE, "synthetic": True}, "models": {}}
+        for key in ("lean", "mathlib", "harbor"):
+            config["release"][key] = None
     digests = {}
     for slug in info["models"]:
         path = f"results/{slug}.csv"
         data = (release / path).read_bytes()
-        model = official.ModelSpec(slug, slug, "source-present")
-        c0, t0 = time.process_time(), time.perf_counter()
-        records, constants, extra = official.parse_results(
-            data, path, columns["results"], manifest, model.pinned_condition
+        if legacy:
+            tasks, meta = clock.run("catalog", release_tasks)
+            manifest = {t["task_id"]: t for t in tasks}
+        records, constants, extra = clock.run(
+            "results",
+            official.parse_results,
+            data,
+            path,
+            columns["results"],
+            manifest,
+            "source-present",
         )
-        c1, t1 = time.process_time(), time.perf_counter()
-        summary = official.summarize_model(
-            catalog,
-            model,
-            records,
-            constants,
-            200,
-            {"path": path, "actual_sha256": info["sha256"][path]},
-            extra,
-        )
-        c2, t2 = time.process_time(), time.perf_counter()
-        out = json_bytes(summary)
-        c3, t3 = time.process_time(), time.perf_counter()
-        for phase, a, b, ca, cb in (
-            ("results", t0, t1, c0, c1),
-            ("summary", t1, t2, c1, c2),
-            ("json", t2, t3, c2, c3),
-        ):
-            seconds[phase] += b - a
-            cpu[phase] += cb - ca
+        if legacy:
+            config["models"][slug] = {"display_name": slug}
+
+            class Spec:
+                pass
+
+            spec = Spec()
+            spec.path, spec.sha256 = path, sha[path]
+            args = (config, slug, records, constants, 200, spec, meta, extra)
+        else:
+            model = official.ModelSpec(slug, slug, "source-present")
+            entry = {"path": path, "actual_sha256": sha[path]}
+            args = (catalog, model, records, constants, 200, entry, extra)
+        summary = clock.run("summary", official.summarize_model, *args)
+        out = clock.run("json", json_bytes, summary)
         digests[slug] = hashlib.sha256(out).hexdigest()
         del records, summary, out, data
     # VmHWM: this process's own peak (ru_maxrss would carry the parent's over exec)
@@ -171,11 +212,12 @@ def child(scripts: str) -> None:
     print(
         json.dumps(
             {
-                "seconds": seconds,
-                "cpu": cpu,
+                "seconds": clock.wall,
+                "cpu": clock.cpu,
                 "import_s": import_s,
                 "peak_mib": peak_mib,
                 "digests": digests,
+                "legacy": legacy,
             }
         )
     )
@@ -194,8 +236,14 @@ def main() -> None:
     if sys.argv[1:2] == ["--child"]:
         child(sys.argv[2])
         return
-    ref = sys.argv[1] if len(sys.argv) > 1 else "main"
-    info = build_release()
+    args = [a for a in sys.argv[1:] if a != "--reuse"]
+    ref = args[0] if args else "main"
+    if "--reuse" in sys.argv and (WORK / "release.json").exists():
+        info = json.loads((WORK / "release.json").read_text())
+        for stale in WORK.glob("old-*"):
+            shutil.rmtree(stale)
+    else:
+        info = build_release()
     print(
         f"release: {len(info['models'])} models x {341 * TASK_SCALE} tasks, "
         f"{info['bytes'] / 2**20:.0f} MiB of CSV, generated in memory in "
@@ -204,12 +252,14 @@ def main() -> None:
     old = run_side(old_package(ref))
     new = run_side(REPO / "scripts")
     same = old["digests"] == new["digests"]
+    if old["legacy"]:
+        print(f"{ref} has the API from before issue 12: MANIFEST re-parsed for every model")
     rows = [("phase", f"old ({ref}) s", "new s", "new/old", "old cpu s", "new cpu s", "new/old")]
     for label, phases in [
         *[(p, (p,)) for p in PHASES],
         ("results + summary (per model)", ("results", "summary")),
         ("results + summary + json", ("results", "summary", "json")),
-        ("all (catalog once + 45 imports)", PHASES),
+        ("all phases", PHASES),
     ]:
         a = sum(old["seconds"][p] for p in phases)
         b = sum(new["seconds"][p] for p in phases)
@@ -227,7 +277,15 @@ def main() -> None:
             )
         )
     blank = ("", "", "")
-    rows.append(("package import", f"{old['import_s']:.2f}", f"{new['import_s']:.2f}", "", *blank))
+    rows.append(
+        (
+            "package import (+ pandas)",
+            f"{old['import_s']:.2f}",
+            f"{new['import_s']:.2f}",
+            "",
+            *blank,
+        )
+    )
     rows.append(("peak memory MiB", f"{old['peak_mib']:.0f}", f"{new['peak_mib']:.0f}", "", *blank))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for row in rows:
@@ -237,6 +295,9 @@ def main() -> None:
                 for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             )
         )
+    if old["legacy"] != new["legacy"]:
+        print("per-model JSON: not compared (the artifact format changed in between)")
+        return
     print(f"per-model JSON identical on both sides: {'yes' if same else 'NO'}")
     if not same:
         sys.exit(1)
