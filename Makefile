@@ -7,13 +7,13 @@ STAMP := $(VENV)/.afbench-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test lint format bench clean
+.PHONY: setup demo official test lint format bench clean harbor slurm
 
 setup: $(STAMP)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test]'
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,parquet]'
 	touch $(STAMP)
 
 demo: setup
@@ -37,6 +37,14 @@ format: setup
 
 bench: setup
 	$(ACTIVATE) python bench/run.py
+
+# Harbor 0.22.0 in its own venv (.harbor-venv, Python >= 3.12); prints its harbor executable.
+harbor:
+	bash ci/harbor-setup.sh
+
+# A one-node SLURM cluster on this machine (root; Debian's slurm-wlm and munge).
+slurm:
+	bash ci/slurm-up.sh
 
 clean:
 	rm -rf results .snakemake

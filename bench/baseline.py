@@ -19,7 +19,7 @@ def main(out: str, config_paths: list[str]) -> None:
     pins = config.pinned_files(cfg)
     unpinned = [f for f in config.release_files(cfg) if not f.sha256]
     receipt = fetch.fetch_release(cfg["release"], cfg["source"], pins, unpinned, root / "release")
-    write_json(root / "release/receipt.json", receipt)
+    write_json(root / "receipt.json", receipt)
     entries, identity = release.collect_verified([("receipt", receipt)])
 
     def verified(key: str):
@@ -33,13 +33,13 @@ def main(out: str, config_paths: list[str]) -> None:
         identity,
         release.license_of(identity),
     )
-    write_json(root / "tasks/catalog.json", tasks)
+    write_json(root / "catalog.json", tasks)
     selections = {}
     for name, criteria in cfg["selections"].items():
         selections[name] = catalog.select_tasks(
             tasks, name, criteria["tasks"], criteria["sources"], criteria["limit"]
         )
-        write_json(root / f"tasks/selections/{name}.json", selections[name])
+        write_json(root / f"selection-{name}.json", selections[name])
     settings = cfg["plans"]
     repository = settings["repository_dir"] and str(Path(settings["repository_dir"]).resolve())
     for item in settings["items"]:
@@ -55,7 +55,7 @@ def main(out: str, config_paths: list[str]) -> None:
             settings["harbor"],
         )
         label = plan.plan_label(item["agent"], item["model"])
-        write_json(root / f"plans/{item['selection']}/{label}.json", written)
+        write_json(root / f"plan-{item['selection']}-{label}.json", written)
     compact, imports, totals = analysis.compactor(tasks), [], []
     for slug in config.selected_models(cfg):
         spec = cfg["models"][slug]
@@ -68,11 +68,11 @@ def main(out: str, config_paths: list[str]) -> None:
             cfg["import"]["source_condition"],
             cfg["import"]["budget_usd"],
         )
-        write_json(root / f"imports/{slug}.json", imp)
+        write_json(root / f"import-{slug}.json", imp)
         imports.append(compact(imp))
         totals.append({k: v for k, v in imp.items() if k != "records"})
     summary = official.summarize(totals, cfg["import"]["strict_budget"])
-    write_json(root / "imports/summary.json", summary)
+    write_json(root / "summary.json", summary)
     result = analysis.analyse(summary, imports, tasks, [], cfg["report"]["confidence"])
     drawn = figures.make_figures(result)
     provenance = {
@@ -80,8 +80,7 @@ def main(out: str, config_paths: list[str]) -> None:
         "config_digest": config.config_digest(cfg),
         "versions": {},
     }
-    (root / "report").mkdir(parents=True, exist_ok=True)
-    (root / "report/index.html").write_text(report.render(result, provenance, drawn))
+    (root / "report.html").write_text(report.render(result, provenance, drawn))
     print(f"{time.perf_counter() - start:.3f}")
 
 

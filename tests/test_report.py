@@ -108,3 +108,55 @@ def test_report_opens_in_headless_chromium(report_dir, tmp_path):
         check=True,
     )
     assert shot.stat().st_size > 10_000
+
+
+def test_report_refuses_numbers_older_than_their_pin(dir_config):
+    """A new pin whose file the import refuses leaves the old import behind: the comparison
+    and the report refuse it, naming the model, instead of showing old numbers beside the new
+    file's hash."""
+    from pathlib import Path
+
+    from afbench.errors import AfbenchError
+    from afbench.fsutil import sha256_bytes
+
+    from conftest import afbench, fetch_release, import_model, release_dir
+
+    rev = run_all(dir_config)
+    target = Path(dir_config["source"]["mirror"]) / "results/demo-model-a.csv"
+    bad = target.read_bytes().replace(b",true,", b",yes,", 1)
+    target.write_bytes(bad)
+    dir_config["models"]["demo-model-a"]["sha256"] = sha256_bytes(bad)
+    (release_dir(dir_config) / "results/demo-model-a.csv").unlink()
+    fetch_release(dir_config)  # the new bytes, verified against the new pin
+    with pytest.raises(AfbenchError, match="field 'success': not a boolean"):
+        import_model(dir_config, "demo-model-a")
+    imports = rev / "imports/source-present/budget-200"
+    each = [a for m in sorted(imports.glob("demo-model-*.json")) for a in ("--import", m)]
+    receipt = release_dir(dir_config) / "receipt.json"
+    with pytest.raises(AfbenchError, match="import of model 'demo-model-a' is older than its pin"):
+        afbench(
+            "compare",
+            *each,
+            "--receipt",
+            receipt,
+            "--summary",
+            rev / "s.json",
+            "--leaderboard",
+            rev / "l.csv",
+        )
+    assert not (rev / "s.json").exists()
+    with pytest.raises(AfbenchError) as err:
+        afbench(
+            "report",
+            "--summary",
+            imports / "summary.json",
+            *each,
+            "--catalog",
+            rev / "tasks/catalog.json",
+            "--receipt",
+            receipt,
+            "--output-dir",
+            rev / "r2",
+        )
+    assert "import of model 'demo-model-a' is older than its pin" in str(err.value)
+    assert not (rev / "r2").exists()

@@ -4,9 +4,7 @@ what a config change touches."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,51 +12,13 @@ import yaml
 
 from afbench.fsutil import sha256_bytes
 
-from conftest import REPO, snakemake_env, write_tree
+from conftest import REPO, SNAKEMAKE, planned, project, snakemake, snakemake_env, write_tree
 
 pytestmark = pytest.mark.snakemake
-SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    for part in ("workflow", "profiles", "config", "resources"):
-        shutil.copytree(REPO / part, root / part)
-    return root
-
-
-def snakemake(root: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [SNAKEMAKE, *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=snakemake_env(),
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(result.stdout[-3000:] + result.stderr[-3000:])
-    return result
-
-
-def planned(root: Path, *args: str) -> dict[str, int]:
-    """Jobs Snakemake would run now (its dry-run job stats), by rule."""
-    out = snakemake(root, "-n", *args).stdout
-    if "Nothing to be done" in out:
-        return {}
-    lines = out.split("Job stats:")[1].strip().splitlines()[2:]
-    jobs = {}
-    for line in lines:
-        name, count = line.split()
-        if name == "total":
-            break
-        jobs[name] = int(count)
-    return jobs
-
-
-def test_demo_pipeline_end_to_end(tmp_path):
-    root = project(tmp_path)
-    snakemake(root)  # the profile runs the demo config
+def test_demo_pipeline_end_to_end(demo_project):
+    root = demo_project  # built once per session by `snakemake` (the profile runs the demo)
     revision = yaml.safe_load((root / "config/demo.yaml").read_text())["release"]["revision"]
     out = root / "results" / revision
     receipt = json.loads((out / "release/receipt.json").read_text())
@@ -81,7 +41,7 @@ def test_demo_pipeline_end_to_end(tmp_path):
     assert (root / "snakemake-report.zip").stat().st_size > 10_000, report.stderr
     again = snakemake(root)
     assert "Nothing to be done" in again.stdout + again.stderr
-    # strict budget: only the comparison (and what depends on it) reruns, and it is refused
+    # strict budget: only the comparison and what depends on it would rerun
     strict = root / "strict.yaml"
     strict.write_text("import: {strict_budget: true}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(strict)) == {
@@ -90,13 +50,6 @@ def test_demo_pipeline_end_to_end(tmp_path):
         "write_artifact_manifest": 1,
         "all": 1,
     }
-    failed = snakemake(root, "--configfile", "config/demo.yaml", str(strict), check=False)
-    assert failed.returncode != 0
-    assert "strict budget comparison refused" in failed.stdout + failed.stderr
-    assert "demo-model-d task demo_s05_t003 cost USD 412.5" in failed.stdout + failed.stderr
-    # Snakemake removes a job's old outputs before running it; the command itself never
-    # deletes a file it did not write (see test_cli)
-    assert not (out / "imports/source-present/budget-200/summary.json").exists()
 
 
 @pytest.fixture
@@ -107,6 +60,8 @@ def mirror_project(tmp_path, release_files):
     cfg = yaml.safe_load((root / "config/demo.yaml").read_text())
     del cfg["demo"]
     cfg["release"]["revision"] = "d" * 40
+    # shell metacharacters in a path setting: every value reaches the shell quoted
+    cfg["results_dir"] = "out dir/$(touch PWNED) 'q"
     cfg["source"] = {"kind": "dir", "mirror": str(mirror)}
     cfg["plans"] = {"items": []}
     (root / "config/test.yaml").write_text(yaml.safe_dump(cfg))
@@ -122,6 +77,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     args = ("--configfile", "config/test.yaml")
     snakemake(root, *args)
     assert planned(root, *args) == {}
+    assert not list(root.rglob("PWNED"))
 
     # a new pin (and new bytes) for one model: that file, its import, and what depends on them
     target = mirror / "results/demo-model-c.csv"
@@ -178,7 +134,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "all": 1,
     }
     snakemake(root, *args)
-    html = next(root.glob("results/*/report/index.html")).read_text()
+    html = next((root / cfg["results_dir"]).glob("*/report/index.html")).read_text()
     assert "<td>mine</td>" in html
 
     # one selection changed: that selection and the audit only
@@ -188,6 +144,14 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     snakemake(root, *args)
     assert planned(root, *args) == {}
 
+    # a strict comparison of all models is refused, naming the over-budget record
+    cfg["import"].update(models=[], strict_budget=True)
+    write_config(root, cfg)
+    failed = snakemake(root, *args, check=False)
+    assert failed.returncode != 0
+    assert "strict budget comparison refused" in failed.stdout + failed.stderr
+    assert "demo-model-d task demo_s05_t003 cost USD 412.5" in failed.stdout + failed.stderr
+
 
 def test_bad_config_is_refused_before_anything_runs(mirror_project):
     root, _, cfg = mirror_project
@@ -196,7 +160,7 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
     assert "'main' does not match" in result.stdout + result.stderr
-    assert not (root / "results").exists()
+    assert not (root / "out dir").exists()
     # asking for a model without a pin: refused with how to supply it, nothing fetched
     cfg["release"]["revision"] = "d" * 40
     cfg["models"]["demo-model-b"]["sha256"] = None
@@ -205,7 +169,7 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
     assert "supply models.demo-model-b.sha256" in result.stdout + result.stderr
-    assert not (root / "results").exists()
+    assert not (root / "out dir").exists()
 
 
 def test_lint_is_clean():

@@ -31,14 +31,19 @@ EXAMPLES = {
     "verdict": "afbench verdict --path /absolute/path/to/verdict.json --task alg_top_theorem107 "
     "--output verdict-import.json",
     "import-run": "afbench import-run --selection two.json --name my-run --kind harbor "
-    "--path jobs/job-1 --path jobs/job-2 --output-dir runs/my-run",
+    "--path jobs/job-1 --path jobs/job-2 --output-dir my-run",
+    "execute": "afbench execute --plan nop-plan.json --task demo_s01_t001 --attempt 1 "
+    "--output trial.json",
     "report": "afbench report --summary summary.json --import a.json --import b.json "
     "--catalog tasks.json --receipt REL/receipt.json --output-dir report",
     "artifacts": "afbench artifacts --root out --revision SHA1 --config-digest HEX "
-    "--output out/artifacts.json out/tasks.json out/reference.json",
+    "--output out/manifest.json out/tasks.json out/reference.json",
     "demo": "afbench demo generate --out resources/demo-release\n"
     "afbench demo repo --release-files resources/demo-release --out demo-upstream",
     "discover": "afbench discover --checkout /abs/autoformbench --output-dir discovered",
+    "export": "afbench export --root results/SHA1 --format csv --output-dir tables\n"
+    "afbench export --root results/SHA1 --format parquet --output-dir tables "
+    "--table leaderboard --table official_results",
 }
 
 
@@ -271,9 +276,16 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument(
         "--path",
         action="append",
+        default=[],
         metavar="DIR",
-        required=True,
         help="a job directory or verdict folder (repeatable)",
+    )
+    p.add_argument(
+        "--executed",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="a trial receipt of `afbench execute`: its Harbor job (repeatable)",
     )
     p.add_argument("--budget-usd", metavar="USD", help="default: the release's nominal budget")
     p.add_argument(
@@ -284,6 +296,23 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--summary", metavar="FILE")
     p.add_argument("--outcomes", metavar="FILE")
     p.add_argument("--attempts", metavar="FILE")
+
+    p = command("execute", "run one planned trial: export, check, harbor run; write a receipt")
+    p.add_argument("--plan", metavar="FILE", required=True)
+    p.add_argument("--task", metavar="ID", required=True)
+    p.add_argument("--attempt", metavar="N", default="1", help="attempt number (default 1)")
+    p.add_argument(
+        "--env",
+        action="append",
+        metavar="NAME=VALUE",
+        help="extra environment for the steps (repeatable)",
+    )
+    p.add_argument(
+        "--allow-model-agent",
+        action="store_true",
+        help="let an agent other than nop/oracle run (it spends money)",
+    )
+    p.add_argument("--output", metavar="FILE", required=True, help="the trial receipt")
 
     p = command("report", "write the analysis, the figures and the HTML report")
     p.add_argument("--summary", metavar="FILE", required=True)
@@ -344,6 +373,30 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--discovery", metavar="FILE", help="instead of DIR/discovery.json")
     p.add_argument("--fragment", metavar="FILE", help="instead of DIR/discovered.yaml")
+
+    p = command("export", "write the artifact directory's tables as CSV or parquet files")
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        required=True,
+        help="an artifact directory (results/<revision>); artifacts are found by their kind",
+    )
+    p.add_argument(
+        "--format",
+        choices=["csv", "parquet"],
+        required=True,
+        help="parquet needs the optional extra: pip install 'afbench[parquet]'",
+    )
+    p.add_argument(
+        "--output-dir", metavar="OUT", required=True, help="writes OUT/<table>.csv or .parquet"
+    )
+    p.add_argument(
+        "--table",
+        action="append",
+        metavar="NAME",
+        help="a table to write (repeatable; default: every table the folder has): tasks, "
+        "official_results, leaderboard, comparisons, run_attempts, run_outcomes",
+    )
     return parser
 
 

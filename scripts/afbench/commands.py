@@ -16,9 +16,11 @@ from .records import (
     CATALOG,
     MODEL_IMPORT,
     OFFICIAL_REFERENCE,
+    PLAN,
     RECEIPT,
     RUN_SUMMARY,
     SELECTION,
+    TRIAL_RECEIPT,
     VERDICT,
     VERIFIED_FILE,
     read_record,
@@ -26,6 +28,7 @@ from .records import (
 )
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 REVISION = re.compile(r"[0-9a-f]{40}")
 PIN = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@]+)@(?P<sha>[0-9a-f]{64})")
 SKIP = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@=]+)")
@@ -57,7 +60,7 @@ class Settings:
 
 # --- values from flags: each checked as strictly as the config schema checks it -------------
 def number(text: object, field: str, *, minimum: float = 0, exclusive: bool = False) -> float:
-    if isinstance(text, bool):
+    if isinstance(text, bool) or (isinstance(text, str) and not DECIMAL.fullmatch(text)):
         raise AfbenchError("not a number", field=field, found=str(text))
     try:
         value = float(text)  # type: ignore[arg-type]
@@ -659,13 +662,35 @@ def cmd_import_run(args: Namespace) -> None:
         else selection["release"]["nominal_budget_usd"]
     )
     reader = read_harbor_job if args.kind == "harbor" else read_verdict_dir
-    attempts = [a for folder in args.path for a in reader(Path(folder))]
+    folders = [*args.path]
+    for receipt in args.executed:
+        if args.kind != "harbor":
+            raise AfbenchError("--executed names Harbor jobs: use --kind harbor", field="--kind")
+        folders.append(read_record(receipt, TRIAL_RECEIPT)["job_dir"])
+    if not folders:
+        raise AfbenchError("nothing to import: give --path or --executed", field="--path")
+    attempts = [a for folder in folders for a in reader(Path(folder))]
     summary, rows = summarize_run(
         name, args.kind, selection, attempts, budget, selection["release"]
     )
     write_csv(out["attempts"], ATTEMPT_COLUMNS, ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts))
     write_csv(out["outcomes"], OUTCOME_COLUMNS, ([r[c] for c in OUTCOME_COLUMNS] for r in rows))
     atomic_write_bytes(out["summary"], json_bytes({**record(RUN_SUMMARY), **summary}))
+
+
+def cmd_execute(args: Namespace) -> None:
+    from .execute import check_allowed, run_steps, trial_receipt, trial_steps
+    from .fsutil import sha256_file
+    from .runs import read_harbor_job
+
+    plan = read_record(args.plan, PLAN)
+    check_allowed(plan, args.allow_model_agent)
+    attempt = whole(args.attempt, "--attempt", minimum=1)
+    steps = trial_steps(plan, check_name(args.task, "task id"), attempt)
+    run_steps(steps, pairs(args.env, "--env"))
+    attempts = read_harbor_job(Path(steps["job_dir"]))
+    receipt = trial_receipt(plan, sha256_file(Path(args.plan)), args.task, attempt, steps, attempts)
+    write_json(Path(args.output), receipt)
 
 
 # --- report and the artifact manifest -------------------------------------------------------
@@ -728,6 +753,13 @@ def cmd_artifacts(args: Namespace) -> None:
     digest = matching(SHA256, args.config_digest, "--config-digest", "64 lowercase hex digits")
     manifest = build_manifest(Path(args.root), [Path(f) for f in args.files], digest, revision)
     write_json(Path(args.output), manifest)
+
+
+def cmd_export(args: Namespace) -> None:
+    """Every table the artifact directory has (or those named), each one file in OUT."""
+    from .frames import export
+
+    export(Path(args.root), Path(args.output_dir), args.format, args.table)
 
 
 # --- tools ----------------------------------------------------------------------------------

@@ -65,8 +65,10 @@ TRAPS = [
     "-m is ignored by harbor without -a: the plan always passes -a",
     "a -p directory that is not a valid task is silently treated as a dataset: run the "
     "exporter's --check first and make sure the task directory exists",
-    "reusing a --job-name resumes the old job: every job name here is unique to its "
-    "(selection, agent, model, task); delete the old job directory before running a plan twice",
+    "reusing a --job-name with the same -o and flags resumes that job: a trial with a "
+    "result.json is kept and never rerun (an errored one too: delete its trial folder to retry "
+    "it); changed flags or task contents make harbor refuse to resume. Job names here are "
+    "unique to (selection, agent, model, task); `afbench execute` adds an attempt suffix",
 ]
 
 

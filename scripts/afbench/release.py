@@ -26,8 +26,14 @@ IDENTITY_KEYS = (
 
 
 def identity(release: dict) -> dict:
-    """The release block every artifact carries (from config's `release:`)."""
-    return {key: release[key] for key in IDENTITY_KEYS}
+    """The release block every artifact carries (from config's `release:`), in one key order
+    whatever order the config's YAML had."""
+    block = {key: release[key] for key in IDENTITY_KEYS}
+    block["images"] = [
+        {"role": i["role"], "reference": i.get("reference"), "digest": i.get("digest")}
+        for i in release["images"]
+    ]
+    return block
 
 
 def license_of(release: dict) -> str:

@@ -104,6 +104,12 @@ def report_figures():
 
 
 ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
+
+
+def trial_receipt(selection, label, task, attempt):
+    return f"{REV}/execute/{selection}/{label}/{task}/attempt-{attempt}.json"
+
+
 DEMO_CHECKOUT = config["source"]["checkout"] if DEMO else []
 
 
@@ -229,6 +235,18 @@ def plan_item(w):
     return PLAN_ITEMS[(w.selection, w.label)]
 
 
+def report_inputs(run_names):
+    """What the report reads: the comparison, every model's import, the catalog, the
+    receipt and the local runs named."""
+    return {
+        "summary": f"{IMPORTS}/summary.json",
+        "imports": [model_import(m) for m in MODELS],
+        "catalog": CATALOG,
+        "receipt": RECEIPT,
+        "runs": [f"{run_dir(name)}/summary.json" for name in run_names],
+    }
+
+
 def report_settings_digest():
     """The settings the report shows (its provenance digest): not plans or selections."""
     return digest(
@@ -240,3 +258,85 @@ def report_settings_digest():
             "report": config["report"],
         }
     )
+
+
+# --- execution (opt-in) -------------------------------------------------------------------
+EXECUTE = config["execute"]
+MODEL_FREE_AGENTS = ("nop", "oracle")
+EXECUTE_ITEMS = {(item["selection"], plan_label(item)): item for item in EXECUTE["items"]}
+EXECUTED_SELECTIONS = sorted({selection for selection, _ in EXECUTE_ITEMS})
+# the upstream per-task timeouts (agent 86,400 s, verifier 6,000 s) and the set-up margin
+TRIAL_RUNTIME_MIN = -(-(86_400 + 6_000 + EXECUTE["setup_margin_s"]) // 60)
+
+
+def provider_of(item):
+    return None if item.get("model") is None else item["model"].split("/", 1)[0]
+
+
+PROVIDERS = sorted({p for p in map(provider_of, EXECUTE_ITEMS.values()) if p})
+for provider in PROVIDERS:
+    # a global resource: at most this many model-API trials of one provider at once
+    workflow.register_resource(f"api_{provider}", EXECUTE["api_jobs_per_provider"])
+
+
+def provider_resources():
+    def uses(provider):
+        return lambda w: int(provider_of(EXECUTE_ITEMS[(w.selection, w.label)]) == provider)
+
+    return {f"api_{provider}": uses(provider) for provider in PROVIDERS}
+
+
+def planned_tasks(selection, label):
+    """The tasks of a written plan (write_plan is a checkpoint: this waits for it)."""
+    plan = checkpoints.write_plan.get(selection=selection, label=label).output[0]
+    return [task["task_id"] for task in json.loads(Path(plan).read_text())["tasks"]]
+
+
+def executed_receipts(selection):
+    return [
+        trial_receipt(sel, label, task, attempt)
+        for (sel, label) in EXECUTE_ITEMS
+        if sel == selection
+        for task in planned_tasks(sel, label)
+        for attempt in range(1, EXECUTE["attempts"] + 1)
+    ]
+
+
+def execute_guard(wildcards):
+    """Money is never spent by accident: checked when `execute` is asked for, before any
+    trial starts; prints the number of trials and the worst-case cost."""
+    if not EXECUTE_ITEMS:
+        raise ValueError("execute: no items configured (execute.items names plan items)")
+    unknown = [key for key in EXECUTE_ITEMS if key not in PLAN_ITEMS]
+    if unknown:
+        raise ValueError(f"execute.items: not a configured plan item (plans.items): {unknown}")
+    release = config["release"]
+    if not release["synthetic"] and not all(i["digest"] for i in release["images"]):
+        raise ValueError(
+            "execute: a formal run on the official release is refused while the image "
+            "digests are unpinned (release.images[].digest): the trials could not be tied to "
+            "the images the authors used"
+        )
+    paid = [item for item in EXECUTE_ITEMS.values() if item["agent"] not in MODEL_FREE_AGENTS]
+    if paid and not EXECUTE["allow_model_agents"]:
+        raise ValueError(
+            f"execute: agent '{paid[0]['agent']}' calls a paid model; refused without "
+            f"execute.allow_model_agents: true and a ceiling execute.max_cost_usd"
+        )
+    trials = {key: len(planned_tasks(*key)) * EXECUTE["attempts"] for key in EXECUTE_ITEMS}
+    paid_trials = sum(trials[key] for key, item in EXECUTE_ITEMS.items() if item in paid)
+    worst = paid_trials * release["nominal_budget_usd"]
+    logger.info(
+        f"afbench execute: {sum(trials.values())} trial(s), {paid_trials} with a model agent; "
+        f"worst-case cost USD {worst:g} ({paid_trials} x the nominal USD "
+        f"{release['nominal_budget_usd']:g} per task)"
+    )
+    ceiling = EXECUTE["max_cost_usd"]
+    if paid and (ceiling is None or worst > ceiling):
+        raise ValueError(
+            f"execute: worst-case cost USD {worst:g} is over the ceiling "
+            f"execute.max_cost_usd = {ceiling}; nothing was started"
+        )
+    return [
+        receipt for selection in EXECUTED_SELECTIONS for receipt in executed_receipts(selection)
+    ]

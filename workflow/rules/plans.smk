@@ -1,7 +1,7 @@
 # Stage 3: Harbor 0.22.0 run plans (argument vectors; never executed).
 
 
-rule write_plan:
+checkpoint write_plan:
     input:
         catalog=rules.export_catalog.output,
         selection=lambda w: selection(w.selection),

@@ -3,11 +3,7 @@
 
 rule render_report:
     input:
-        summary=rules.compare_models.output.summary,
-        imports=[model_import(m) for m in MODELS],
-        catalog=rules.export_catalog.output,
-        receipt=rules.verify_release.output,
-        runs=[f"{run_dir(name)}/summary.json" for name in config["runs"]],
+        **report_inputs(config["runs"]),
     output:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
         analysis=f"{REPORT}/analysis.json",
