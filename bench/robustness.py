@@ -1,11 +1,13 @@
-"""The robustness properties of tests/test_robustness.py, run far longer. Prints how many cases
-each reader was given and how they ended: the same as the clean file, one of our own errors,
-a valid change; and the two that must stay zero: crashes and silent acceptances.
+"""The robustness properties of tests/test_robustness.py and tests/test_hostile.py, run far
+longer. Prints how many cases each reader was given and how they ended: the same as the clean
+file, one of our own errors, a valid change; and the three that must stay zero: crashes, hangs
+(a case over CASE_LIMIT_S seconds is stopped by an alarm and counted) and silent acceptances.
 
-Usage: python bench/robustness.py [EXAMPLES_PER_PROPERTY]   (default 5000)"""
+Usage: python bench/robustness.py [EXAMPLES_PER_PROPERTY [SUITE_NAME_PART]]   (default 5000)"""
 
 from __future__ import annotations
 
+import signal
 import sys
 import time
 from collections import Counter
@@ -20,23 +22,43 @@ sys.path.insert(0, str(REPO / "tests"))
 
 import properties as prop  # noqa: E402
 
+CASE_LIMIT_S = 5.0
+
+
+class Hang(BaseException):
+    """Raised by the alarm inside a case that ran past CASE_LIMIT_S (even one blocked in a
+    system call, such as opening a FIFO)."""
+
+
+def _alarm(signum, frame):
+    raise Hang
+
 
 def run(name: str, strategy, check, examples: int) -> Counter:
     tally: Counter = Counter()
+    slowest = [0.0]
 
     @settings(
         max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck)
     )
     @given(strategy)
     def property_(args):
+        started = time.perf_counter()
+        signal.setitimer(signal.ITIMER_REAL, CASE_LIMIT_S)
         try:
             tally[check(*args)] += 1
+        except Hang:
+            tally["HANG"] += 1
+            raise AssertionError(f"case ran past {CASE_LIMIT_S} s") from None
         except AssertionError:
             tally["SILENT ACCEPTANCE"] += 1
             raise
         except Exception:
             tally["CRASH"] += 1
             raise
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            slowest[0] = max(slowest[0], time.perf_counter() - started)
 
     started = time.perf_counter()
     try:
@@ -44,11 +66,14 @@ def run(name: str, strategy, check, examples: int) -> Counter:
     except Exception as exc:  # recorded in the tally; show the shrunk example
         print(f"{name}: FAILED: {type(exc).__name__}: {exc}"[:500])
     tally["seconds"] = round(time.perf_counter() - started, 1)
+    tally["slowest"] = round(slowest[0], 2)
     return tally
 
 
 def main() -> None:
     examples = int(sys.argv[1]) if len(sys.argv) > 1 else 5000
+    only = sys.argv[2] if len(sys.argv) > 2 else ""
+    signal.signal(signal.SIGALRM, _alarm)
     demo = yaml.safe_load((REPO / "config/demo.yaml").read_text())
     config_paths = [
         ["release", "revision"],
@@ -63,7 +88,7 @@ def main() -> None:
     ]
     harmless = st.tuples(
         st.integers(0, 2),
-        st.integers(0, 100),
+        st.integers(0, 10_000),
         st.booleans(),
         st.booleans(),
         st.booleans(),
@@ -88,20 +113,58 @@ def main() -> None:
             st.tuples(st.sampled_from(config_paths), prop.json_values),
             lambda path, value: prop.check_config(demo, path, value),
         ),
+        "config, hostile names and text": (
+            st.tuples(st.sampled_from(prop.TEXT_PLACES), prop.hostile_texts),
+            prop.check_config_text,
+        ),
+        "config, hostile numbers": (
+            st.tuples(st.sampled_from(prop.NUMBER_PLACES), prop.hostile_numbers),
+            prop.check_config_number,
+        ),
+        "config YAML files (deep/alias/dup)": (
+            st.tuples(prop.yaml_cases),
+            prop.check_config_yaml,
+        ),
+        "non-regular files, every reader": (
+            st.tuples(
+                st.sampled_from(prop.FILE_KINDS),
+                st.sampled_from(sorted(prop.FILE_READERS)),
+                prop.file_names,
+            ),
+            prop.check_file_kind,
+        ),
+        "verdict JSON, hostile strings": (
+            st.tuples(st.integers(0, 20), prop.hostile_texts),
+            prop.check_verdict_writable,
+        ),
     }
-    total_crashes = total_silent = 0
-    print(f"{'reader':32} {'cases':>7} {'crashes':>8} {'silent':>7}  outcomes")
+    total_crashes = total_hangs = total_silent = 0
+    began = time.perf_counter()
+    print(
+        f"{'reader':36} {'cases':>7} {'crashes':>8} {'hangs':>6} {'silent':>7} {'slowest':>8}"
+        "  outcomes"
+    )
     for name, (strategy, check) in suites.items():
+        if only not in name:
+            continue
         tally = run(name, strategy, check, examples)
         crashes, silent = tally.pop("CRASH", 0), tally.pop("SILENT ACCEPTANCE", 0)
-        seconds = tally.pop("seconds")
-        cases = sum(tally.values()) + crashes + silent
+        hangs = tally.pop("HANG", 0)
+        seconds, slowest = tally.pop("seconds"), tally.pop("slowest")
+        cases = sum(tally.values()) + crashes + silent + hangs
         total_crashes += crashes
+        total_hangs += hangs
         total_silent += silent
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
-        print(f"{name:32} {cases:7d} {crashes:8d} {silent:7d}  {outcomes} ({seconds} s)")
-    print(f"total crashes {total_crashes}, silent acceptances {total_silent}")
-    sys.exit(1 if total_crashes or total_silent else 0)
+        print(
+            f"{name:36} {cases:7d} {crashes:8d} {hangs:6d} {silent:7d} {slowest:7.2f}s"
+            f"  {outcomes} ({seconds} s)"
+        )
+    print(
+        f"total crashes {total_crashes}, hangs {total_hangs} (limit {CASE_LIMIT_S} s a case), "
+        f"silent acceptances {total_silent}; {time.perf_counter() - began:.0f} s in all"
+    )
+    sys.exit(1 if total_crashes or total_silent or total_hangs else 0)
 
 
 if __name__ == "__main__":

@@ -6,8 +6,10 @@ import copy
 import gzip
 import hashlib
 import json
+import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -317,14 +319,11 @@ def body(data: bytes, length: int | None = None, gzip_it: bool = False, delay: f
 
 def snakemake_env() -> dict:
     """The environment of a shell with this venv activated: rules call `afbench` from PATH."""
-    import os
-    import sys
-
     bin_dir = str(Path(sys.executable).parent)
     return {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
 
 
-SNAKEMAKE = str(Path(__import__("sys").executable).with_name("snakemake"))
+SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 
 def project(tmp_path: Path) -> Path:
@@ -440,3 +439,27 @@ def run_all(cfg: dict) -> Path:
         *files,
     )
     return rev
+
+
+# --- the execution stage's real pieces: Harbor 0.22.0 (make harbor) and SLURM (make slurm) ----
+HARBOR = REPO / ".harbor-venv" / "bin" / "harbor"
+
+
+def harbor_skip_reason() -> str | None:
+    if not HARBOR.is_file():
+        return f"no Harbor 0.22.0 at {HARBOR}: run `make harbor` (ci/harbor-setup.sh)"
+    if os.geteuid() != 0:
+        return "the host environment for Harbor needs root (mount namespaces)"
+    return None
+
+
+def slurm_skip_reason() -> str | None:
+    if shutil.which("sinfo") is None:
+        return "no SLURM here (no sinfo): run `make slurm` (ci/slurm-up.sh, as root)"
+    answer = subprocess.run(
+        ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30, check=False
+    )
+    states = answer.stdout.split()
+    if answer.returncode != 0 or not {"idle", "mix"} & set(states):
+        return f"SLURM has no idle node: sinfo said {(answer.stdout + answer.stderr).strip()!r}"
+    return None

@@ -8,14 +8,23 @@ import copy
 import csv
 import io
 import json
+import math
+import os
+import re
+import socket
+import tempfile
+from datetime import date
+from pathlib import Path
 
+import yaml
 from hypothesis import strategies as st
 
 from afbench.catalog import parse_manifest, parse_sources
-from afbench.config import validate_config
-from afbench.errors import AfbenchError
-from afbench.fsutil import check_name
+from afbench.config import MAX_CONFIG_BYTES, MAX_YAML_VALUES, load_config, validate_config
+from afbench.errors import AfbenchError, printable
+from afbench.fsutil import check_name, json_bytes, read_json_file, read_regular_file, sha256_file
 from afbench.official import parse_results
+from afbench.plan import MODEL, check_environment_type
 from afbench.runs import classify_trial, parse_verdict
 
 MANIFEST_MAP = {
@@ -266,3 +275,419 @@ def check_config(base: dict, path: list, value: object) -> str:
         assert "C" in str(exc)
         return "error"
     return "accepted"
+
+
+# Hostile input, round two (issue 14) -----------------------------------------------------------
+# Names, text and numbers with control characters, trailing newlines, lone surrogates, NaN,
+# infinity and negatives at every config setting; deep, aliased and duplicate-key YAML; files
+# that are not regular files at every place a file is read. The oracle for an accepted config,
+# `assert_config_sane`, is plain Python written apart from the schema, so a schema hole shows up
+# as a silent acceptance.
+
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_CONFIG = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def hostile_base() -> dict:
+    """The demo config with one of everything, so every setting has a place to be changed."""
+    base = copy.deepcopy(DEMO_CONFIG)
+    base["selections"]["s"] = {"tasks": ["demo_s01_t001"], "sources": ["demo_source_01"]}
+    base["runs"] = {"r": {"kind": "verdicts", "paths": ["runs/r"], "selection": "s"}}
+    base["plans"]["items"] = [{"selection": "s", "agent": "codex", "model": "openai/gpt-5"}]
+    base["release"]["dates"] = {"release_page": "2026-10-13"}
+    base["release"]["images"] = [{"role": "verifier", "reference": "r", "digest": None}]
+    base["columns"] = {"manifest": {"task_id": "task_id"}}
+    base["import"]["models"] = ["demo-model-a"]
+    base["execute"] = {
+        "items": [{"selection": "s", "agent": "codex", "model": "openai/gpt-5"}],
+        "max_cost_usd": 1000,
+        "env": {"PYTHONPATH": "x"},
+    }
+    return base
+
+
+HOSTILE_BASE = hostile_base()
+KEY = object()  # in a place: the hostile text becomes this mapping key
+
+TEXT_PLACES = [
+    ["release", "revision"],
+    ["release", "mathlib"],
+    ["release", "repository"],
+    ["release", "name"],
+    ["release", "license"],
+    ["release", "dates", "release_page"],
+    ["release", "images", 0, "digest"],
+    ["release", "images", 0, "role"],
+    ["files", "manifest", "path"],
+    ["files", "manifest", "sha256"],
+    ["models", "demo-model-a", "display_name"],
+    ["models", "demo-model-a", "path"],
+    ["models", "demo-model-a", "sha256"],
+    ["models", KEY],
+    ["selections", KEY],
+    ["selections", "s", "tasks", 0],
+    ["selections", "s", "sources", 0],
+    ["runs", KEY],
+    ["runs", "r", "paths", 0],
+    ["runs", "r", "selection"],
+    ["import", "models", 0],
+    ["plans", "environment_type"],
+    ["plans", "jobs_dir"],
+    ["plans", "items", 0, "agent"],
+    ["plans", "items", 0, "model"],
+    ["plans", "items", 0, "selection"],
+    ["plans", "harbor"],
+    ["execute", "items", 0, "agent"],
+    ["execute", "items", 0, "model"],
+    ["execute", "env", "PYTHONPATH"],
+    ["execute", "env", KEY],
+    ["results_dir"],
+    ["source", "checkout"],
+    ["source", "base_url"],
+    ["columns", "manifest", "task_id"],
+]
+
+NUMBER_PLACES = [
+    ["release", "nominal_budget_usd"],
+    ["release", "expected_counts", "tasks"],
+    ["source", "connect_timeout_s"],
+    ["source", "read_timeout_s"],
+    ["source", "total_timeout_s"],
+    ["source", "backoff_factor"],
+    ["source", "retries"],
+    ["source", "max_bytes"],
+    ["selections", "s", "limit"],
+    ["import", "budget_usd"],
+    ["runs", "r", "budget_usd"],
+    ["report", "confidence"],
+    ["execute", "max_cost_usd"],
+    ["execute", "attempts"],
+    ["execute", "setup_margin_s"],
+]
+
+# a valid value for each kind of place, for the hostile text to be built around
+_SEEDS = [
+    "a" * 40,
+    "a" * 64,
+    "demo-model-a",
+    "owner/name",
+    "2026-10-13",
+    "docker",
+    "openai/gpt-5",
+    "sha256:" + "a" * 64,
+    "https://example.org",
+    "results",
+    "Model A",
+]
+BAD_CHARACTERS = ["\n", "\r", "\t", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\ud800", "\udcff"]
+
+
+def _splice(seed: str, bad: str, where: int) -> str:
+    return [seed + bad, bad + seed, seed[: len(seed) // 2] + bad + seed[len(seed) // 2 :]][where]
+
+
+hostile_texts = st.one_of(
+    st.builds(_splice, st.sampled_from(_SEEDS), st.sampled_from(BAD_CHARACTERS), st.integers(0, 2)),
+    st.text(st.characters(blacklist_categories=()), max_size=12),  # surrogates included
+    st.sampled_from(
+        ["", " ", "..", "../..", "summary", "Leaderboard", "--help", "-e", "a/..", "2026-13-45"]
+    ),
+)
+hostile_numbers = st.one_of(
+    st.sampled_from(
+        [math.nan, math.inf, -math.inf, -0.0, -1, -1e-300, 0, 3.0, 1e308, 10**400, True, "5"]
+    ),
+    st.floats(),  # NaN and both infinities included
+    st.integers(-(10**12), 10**12),
+)
+
+
+def _set(doc: dict, path: list, value: object) -> dict:
+    doc = copy.deepcopy(doc)
+    node = doc
+    for step in path[:-2]:
+        node = node[step]
+    parent, last = (node[path[-2]], path[-1]) if len(path) > 1 else (node, path[-1])
+    if last is KEY:
+        parent[value] = copy.deepcopy(next(iter(parent.values())))
+    else:
+        parent[last] = value
+    return doc
+
+
+def _strings(node: object):
+    if isinstance(node, str):
+        yield node
+    elif isinstance(node, dict):
+        for key, value in node.items():
+            yield key
+            yield from _strings(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _strings(value)
+
+
+def _safe_relpath(path: str) -> bool:
+    parts = path.split("/")
+    return all(check_name_ok(p) for p in parts)
+
+
+def check_name_ok(value: object) -> bool:
+    try:
+        check_name(value, "name")
+    except AfbenchError:
+        return False
+    return True
+
+
+def _positive(value: object, *, integer: bool = False, upper: float = math.inf) -> bool:
+    if integer:
+        return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= upper
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 < value <= upper
+    )
+
+
+def assert_config_sane(config: dict) -> None:
+    """What an accepted config must be, checked without the schema."""
+    for text in _strings(config):
+        assert not UNPRINTABLE.search(text), repr(text)
+    release, source = config["release"], config["source"]
+    assert re.fullmatch("[0-9a-f]{40}", release["revision"])
+    assert re.fullmatch("[0-9a-f]{40}", release["mathlib"])
+    owner, _, name = release["repository"].partition("/")
+    assert owner and name and "/" not in name and {owner, name}.isdisjoint({".", ".."})
+    for day in release["dates"].values():
+        assert day is None or (len(day) == 10 and date.fromisoformat(day))
+    for image in release["images"]:
+        assert image["digest"] is None or re.fullmatch("sha256:[0-9a-f]{64}", image["digest"])
+    for spec in [*config["files"].values(), *config["models"].values()]:
+        assert spec["sha256"] is None or re.fullmatch("[0-9a-f]{64}", spec["sha256"])
+        assert _safe_relpath(spec["path"])
+    for slug in [*config["models"], *config["import"]["models"]]:
+        assert check_name_ok(slug) and slug.lower() not in ("summary", "leaderboard")
+    for name, selection in config["selections"].items():
+        assert check_name_ok(name)
+        assert all(check_name_ok(v) for v in selection["tasks"] + selection["sources"])
+        assert selection["limit"] is None or _positive(selection["limit"], integer=True)
+    for name, run in config["runs"].items():
+        assert check_name_ok(name) and check_name_ok(run["selection"])
+        assert all(run["paths"]) and _positive(run["budget_usd"])
+    check_environment_type(config["plans"]["environment_type"])
+    for item in config["plans"]["items"]:
+        assert check_name_ok(item["agent"]) and check_name_ok(item["selection"])
+        assert item["model"] is None or MODEL.fullmatch(item["model"])
+    for item in config["execute"]["items"]:
+        assert check_name_ok(item["agent"]) and check_name_ok(item["selection"])
+        assert item["model"] is None or MODEL.fullmatch(item["model"])
+    for key in config["execute"]["env"]:
+        assert re.fullmatch("[A-Za-z_][A-Za-z0-9_]*", key)
+    ceiling = config["execute"]["max_cost_usd"]
+    assert ceiling is None or _positive(ceiling)
+    assert _positive(config["execute"]["attempts"], integer=True)
+    assert config["plans"]["harbor"]
+    assert config["results_dir"] and config["plans"]["jobs_dir"]
+    assert re.fullmatch(r"https?://[^\s/]+(/\S*)?", source["base_url"])
+    for key in ("connect_timeout_s", "read_timeout_s", "total_timeout_s"):
+        assert _positive(source[key])
+    assert _positive(source["backoff_factor"] + 1) and source["backoff_factor"] >= 0
+    assert isinstance(source["retries"], int) and 0 <= source["retries"] <= 10
+    assert _positive(source["max_bytes"], integer=True)
+    assert _positive(release["nominal_budget_usd"]) and _positive(config["import"]["budget_usd"])
+    assert all(_positive(v, integer=True) for v in release["expected_counts"].values())
+    assert _positive(config["report"]["confidence"], upper=1) and config["report"]["confidence"] < 1
+
+
+def assert_message_ok(exc: AfbenchError) -> None:
+    """A refusal prints: valid UTF-8, a line per problem, nothing huge."""
+    text = str(exc)
+    text.encode("utf-8")
+    assert len(text) < 60_000
+    assert not UNPRINTABLE.search(text.replace("\n", ""))
+
+
+def _validate(doc: dict) -> str:
+    try:
+        config = validate_config(doc, "C")
+    except AfbenchError as exc:
+        assert "C" in str(exc)
+        assert_message_ok(exc)
+        return "error"
+    assert_config_sane(config)
+    return "accepted"
+
+
+def check_config_text(path: list, text: str) -> str:
+    """A hostile name or text at a config setting: refused, or accepted and sane."""
+    return _validate(_set(HOSTILE_BASE, path, text))
+
+
+def check_config_number(path: list, value: object) -> str:
+    """A hostile number at a number setting: refused, or accepted and sane."""
+    return _validate(_set(HOSTILE_BASE, path, value))
+
+
+# YAML texts ------------------------------------------------------------------------------------
+def _dump(doc: dict) -> str:
+    return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=10**9)
+
+
+BASE_YAML = _dump({k: v for k, v in HOSTILE_BASE.items() if k != "selections"})
+
+
+def deep_yaml(depth: int, style: int) -> tuple[str, str]:
+    if style == 2:  # compact block sequences: "- - - x"
+        return BASE_YAML + "selections:\n  s:\n    tasks:\n      " + "- " * depth + "x\n", "deep"
+    opener, closer = [("[", "]"), ("{a: ", "}")][style]
+    return BASE_YAML + f"selections: {opener * depth}x{closer * depth}\n", "deep"
+
+
+def aliased_yaml(levels: int, width: int) -> tuple[str, str]:
+    lines = ["selections:", "  a0: {tasks: &a0 [demo_s01_t001, demo_s01_t002]}"]
+    for i in range(1, levels):
+        lines.append(f"  a{i}: {{tasks: &a{i} [{', '.join([f'*a{i - 1}'] * width)}]}}")
+    expanded = sum(2 * width**i + 1 for i in range(levels))
+    return BASE_YAML + "\n".join(lines) + "\n", (
+        "laughs" if expanded > MAX_YAML_VALUES else "alias"
+    )
+
+
+def duplicate_yaml(index: int) -> tuple[str, str]:
+    """The base config with one of its key lines (any level) written twice."""
+    lines = (BASE_YAML + "selections:\n  s: {}\n").splitlines()
+    keys = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_][\w.-]*:( |$)", line)]
+    i = keys[index % len(keys)]
+    return "\n".join([*lines[: i + 1], lines[i], *lines[i + 1 :]]) + "\n", "duplicate"
+
+
+def scalar_yaml(path: list, text: str) -> tuple[str, str]:
+    return _dump(_set(HOSTILE_BASE, path, text)), "scalar"
+
+
+yaml_cases = st.one_of(
+    st.builds(deep_yaml, st.integers(1, 100_000), st.integers(0, 2)),
+    st.builds(aliased_yaml, st.integers(1, 12), st.integers(1, 12)),
+    st.builds(duplicate_yaml, st.integers(0, 10_000)),
+    st.builds(scalar_yaml, st.sampled_from(TEXT_PLACES), hostile_texts),
+)
+
+
+def check_config_yaml(case: tuple[str, str]) -> str:
+    """A YAML config file: deep, aliased, with a duplicate key or a hostile scalar. Refused with
+    one bounded message naming the file, or accepted only if it is a sane config."""
+    text, kind = case
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "config.yaml"
+        path.write_bytes(text.encode("utf-8", "surrogatepass"))
+        try:
+            config = load_config([path])
+        except AfbenchError as exc:
+            assert str(path) in str(exc)
+            assert_message_ok(exc)
+            if kind == "laughs":
+                assert "aliases are expanded" in str(exc) and "demo_s01" not in str(exc)
+            if kind == "duplicate":
+                assert "duplicate key" in str(exc)
+            return "error"
+    assert kind in ("alias", "scalar", "deep"), kind  # never a duplicate or a bomb
+    assert_config_sane(config)
+    return "accepted"
+
+
+# Files that are not regular files --------------------------------------------------------------
+FILE_KINDS = [
+    "regular",
+    "fifo",
+    "folder",
+    "/dev/zero",
+    "/dev/null",
+    "symlink",
+    "symlink-to-fifo",
+    "dangling-symlink",
+    "socket",
+    "missing",
+    "too-large",
+]
+VERDICT_BYTES = json.dumps(VERDICT).encode()
+FILE_READERS = {
+    "config": (lambda p: load_config([p]), (REPO / "config" / "demo.yaml").read_bytes()),
+    "verdict": (
+        lambda p: parse_verdict(read_regular_file(p, "verdict file", 16 << 20), str(p), "t1"),
+        VERDICT_BYTES,
+    ),
+    "json artifact": (lambda p: read_json_file(p, "run summary", max_bytes=1 << 20), b"{}"),
+    "hashed artifact": (lambda p: sha256_file(p), b"x"),
+}
+
+
+def _make(folder: Path, path: Path, kind: str, content: bytes, cap: int) -> Path:
+    real = folder / "real"
+    real.write_bytes(content)
+    if kind == "regular":
+        real.rename(path)
+        return path
+    if kind in ("/dev/zero", "/dev/null"):
+        return Path(kind)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "symlink":
+        path.symlink_to(real)
+    elif kind == "symlink-to-fifo":
+        os.mkfifo(folder / "fifo")
+        path.symlink_to(folder / "fifo")
+    elif kind == "dangling-symlink":
+        path.symlink_to(folder / "nowhere")
+    elif kind == "too-large":
+        with open(path, "wb") as handle:
+            handle.truncate(cap + 1)  # sparse: refused on its size, never read
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()  # the socket file stays
+    return path
+
+
+# any file name a POSIX system allows, including bytes that are not UTF-8 and control characters
+file_names = (
+    st.binary(min_size=1, max_size=24)
+    .filter(lambda b: b"/" not in b and b"\x00" not in b and b not in (b".", b".."))
+    .map(os.fsdecode)
+)
+
+
+def check_file_kind(kind: str, reader: str, name: str = "input") -> str:
+    """Every reader refuses anything but a regular file (without blocking) with one message
+    naming it, and reads a regular one, whatever the file is called."""
+    read, content = FILE_READERS[reader]
+    cap = {"config": MAX_CONFIG_BYTES, "verdict": 16 << 20, "json artifact": 1 << 20}.get(reader)
+    if kind == "too-large" and cap is None:
+        return "skipped"
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "in").mkdir()
+        path = _make(folder, folder / "in" / name, kind, content, cap or 0)
+        try:
+            read(path)
+        except AfbenchError as exc:
+            assert kind != "regular", str(exc)
+            assert printable(str(path)) in str(exc) and len(exc.problems) == 1
+            assert_message_ok(exc)
+            return "error"
+    assert kind == "regular", f"{reader} read a {kind}"
+    return "read"
+
+
+def check_verdict_writable(path_index: int, value: object) -> str:
+    """A verdict with hostile strings: refused, or accepted with output that can be written."""
+    outcome = check_verdict(path_index, value)
+    if outcome != "error":
+        doc = replace_at(VERDICT, VERDICT_PATHS[path_index % len(VERDICT_PATHS)], value)
+        json_bytes(parse_verdict(json.dumps(doc).encode(), "V", "t1"))
+    return outcome

@@ -104,3 +104,58 @@ def test_relabelled_condition_is_refused_by_the_cli(fetched_config, tmp_path):
         len(reference["models"]) == 9
         and reference["summary"]["budget_audit"]["over_budget_count"] == 1
     )
+
+
+def test_refusals_never_remove_an_earlier_artifact(fetched_config, tmp_path):
+    """A refused strict comparison keeps the previous summary and leaderboard; a file outside
+    the artifact folder is refused by the manifest; non-finite or negative numbers are refused."""
+    from conftest import run_all
+
+    rev = run_all(fetched_config)
+    imports = rev / "imports/source-present/budget-200"
+    before = {p: p.read_bytes() for p in (imports / "summary.json", imports / "leaderboard.csv")}
+    each = [a for m in sorted(imports.glob("demo-model-*.json")) for a in ("--import", str(m))]
+    result = cli(
+        "compare",
+        *each,
+        "--strict-budget",
+        "--summary",
+        str(imports / "summary.json"),
+        "--leaderboard",
+        str(imports / "leaderboard.csv"),
+    )
+    assert result.returncode == 2 and "strict budget comparison refused" in result.stderr
+    assert {p: p.read_bytes() for p in before} == before
+    outside = tmp_path / "elsewhere.json"
+    outside.write_text("{}")
+    result = cli(
+        "artifacts",
+        "--root",
+        str(rev),
+        "--revision",
+        "a" * 40,
+        "--config-digest",
+        "0" * 64,
+        "--output",
+        str(tmp_path / "m.json"),
+        str(outside),
+    )
+    assert result.returncode == 2 and "outside the artifact directory" in result.stderr
+    assert not (tmp_path / "m.json").exists()
+    from conftest import config_file, release_dir
+
+    common = [
+        "import-results",
+        "--release-dir",
+        str(release_dir(fetched_config)),
+        "--config",
+        config_file(fetched_config),
+        "--all-models",
+        "--output",
+        str(tmp_path / "o.json"),
+    ]
+    for budget in ("nan", "inf", "-200", "200\n"):
+        result = cli(*common, "--budget-usd", budget)
+        assert result.returncode == 2 and "budget_usd" in result.stderr, budget
+        assert "Traceback" not in result.stderr
+    assert not (tmp_path / "o.json").exists()

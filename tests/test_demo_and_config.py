@@ -113,9 +113,8 @@ def test_defaults_are_filled_the_same_way_as_snakemake_validate(demo_yaml):
 
 def test_environment_yml_and_pyproject_pin_the_same_versions():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    pins = dict(
-        d.split("==") for d in project["dependencies"] + project["optional-dependencies"]["test"]
-    )
+    extras = project["optional-dependencies"]
+    pins = dict(d.split("==") for d in project["dependencies"] + extras["test"] + extras["parquet"])
     env = yaml.safe_load((REPO / "environment.yml").read_text())["dependencies"]
     conda = dict(d.split("=") for d in env if isinstance(d, str) and "=" in d)
     assert conda.pop("python") == "3.11"

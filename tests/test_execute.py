@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -15,10 +14,19 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO, SNAKEMAKE, demo_revision, project, snakemake, snakemake_env
+from conftest import (
+    HARBOR,
+    REPO,
+    SNAKEMAKE,
+    demo_revision,
+    harbor_skip_reason,
+    project,
+    slurm_skip_reason,
+    snakemake,
+    snakemake_env,
+)
 
 pytestmark = pytest.mark.snakemake
-HARBOR = REPO / ".harbor-venv" / "bin" / "harbor"
 TASKS = ["demo_s01_t001", "demo_s01_t002"]
 
 
@@ -84,27 +92,10 @@ def test_a_formal_run_needs_pinned_image_digests(planned_project):
     assert "refused while the image digests are unpinned" in refused.stdout + refused.stderr
 
 
-def _slurm_up() -> str | None:
-    if shutil.which("sinfo") is None:
-        return "no SLURM here (sinfo missing): run `make slurm` (ci/slurm-up.sh)"
-    nodes = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
-    if nodes.returncode != 0 or not {"idle", "mix"} & set(nodes.stdout.split()):
-        return f"the SLURM cluster is not up ({nodes.stderr.strip() or nodes.stdout.strip()})"
-    return None
-
-
-def _harbor_missing() -> str | None:
-    if not HARBOR.exists():
-        return f"no Harbor 0.22.0 at {HARBOR}: run `make harbor` (ci/harbor-setup.sh)"
-    if os.geteuid() != 0:
-        return "the host environment for Harbor needs root (unshare)"
-    return None
-
-
 @pytest.mark.harbor
 @pytest.mark.slurm
 def test_execute_on_slurm_scores_nop_0_and_oracle_1_and_resumes_after_a_kill(tmp_path):
-    reason = _harbor_missing() or _slurm_up()
+    reason = harbor_skip_reason() or slurm_skip_reason()
     if reason:
         pytest.skip(reason)
     root = project(tmp_path)

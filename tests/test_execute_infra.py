@@ -22,9 +22,8 @@ from afbench.plan import build_plan
 from afbench.release import identity
 from afbench.runs import read_harbor_job
 
-from conftest import REPO
+from conftest import HARBOR, REPO, harbor_skip_reason, slurm_skip_reason
 
-HARBOR = REPO / ".harbor-venv" / "bin" / "harbor"
 HOST_ENV = "host_env:HostEnvironment"
 TASK = "demo_s01_t001"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
@@ -157,14 +156,6 @@ def test_concurrent_exports_of_one_task_all_succeed_and_agree(checkout, tmp_path
     assert run([*argv, "--check"], checkout).returncode == 0
 
 
-def harbor_skip_reason() -> str | None:
-    if not HARBOR.is_file():
-        return f"no Harbor 0.22.0 at {HARBOR}: run `make harbor` (ci/harbor-setup.sh)"
-    if os.geteuid() != 0:
-        return "the host environment for Harbor needs root (mount namespaces)"
-    return None
-
-
 @pytest.mark.harbor
 @pytest.mark.skipif(harbor_skip_reason() is not None, reason=str(harbor_skip_reason()))
 def test_harbor_runs_nop_and_oracle_with_the_plan_argv_and_afbench_reads_them(checkout, tmp_path):
@@ -200,18 +191,6 @@ def test_harbor_runs_nop_and_oracle_with_the_plan_argv_and_afbench_reads_them(ch
         for p in job_dir.iterdir()
         if p.is_dir()
     } == trials
-
-
-def slurm_skip_reason() -> str | None:
-    if shutil.which("sinfo") is None:
-        return "no SLURM here (no sinfo): run `make slurm` (ci/slurm-up.sh, as root)"
-    answer = subprocess.run(
-        ["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, timeout=30, check=False
-    )
-    states = answer.stdout.split()
-    if answer.returncode != 0 or not {"idle", "mix"} & set(states):
-        return f"SLURM has no idle node: sinfo said {(answer.stdout + answer.stderr).strip()!r}"
-    return None
 
 
 @pytest.mark.slurm

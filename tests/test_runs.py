@@ -532,11 +532,12 @@ def test_a_fifo_or_folder_as_result_json_is_refused(tmp_path):
     os.mkfifo(result)
     outcome = in_thread(read_harbor_job, job)
     assert outcome["error"] == (
-        f"{result}: trial result.json is a FIFO (named pipe); refusing it (expected a regular file)"
+        f"{result}: trial result.json is a FIFO (named pipe), not a regular file; "
+        "refusing to read it"
     )
     result.unlink()
     result.mkdir()
-    with pytest.raises(AfbenchError, match="result.json is a directory; refusing it"):
+    with pytest.raises(AfbenchError, match="result.json is a folder, not a regular file; refusing"):
         read_harbor_job(job)
 
 
@@ -549,7 +550,7 @@ def test_symlinked_trial_folder_and_result_are_refused(tmp_path):
     result = trial_results(job)[0]
     result.unlink()
     result.symlink_to(FIXTURES / "demo-k4" / "hello-pass__6FADnuB" / "result.json")
-    with pytest.raises(AfbenchError, match="result.json is a symbolic link; refusing it"):
+    with pytest.raises(AfbenchError, match="result.json is a symbolic link, not a regular file"):
         read_harbor_job(job)
 
 
@@ -578,7 +579,7 @@ def test_fifo_and_folders_in_a_verdict_folder_are_refused(tmp_path):
     assert outcome["error"].startswith(f"{folder / 'pipe.json'}: verdict file is a FIFO")
     (folder / "pipe.json").unlink()
     (folder / "dir.json").mkdir()
-    with pytest.raises(AfbenchError, match="dir.json: verdict file is a directory"):
+    with pytest.raises(AfbenchError, match="dir.json: verdict file is a folder"):
         read_verdict_dir(folder)
     (folder / "dir.json").rmdir()
     (folder / "zero.json").symlink_to("/dev/zero")
@@ -593,7 +594,7 @@ def test_devices_and_oversized_files_are_never_read(tmp_path):
         read_regular_file(Path("/dev/zero"), "verdict")
     big = tmp_path / "big.json"
     big.write_bytes(b" " * 101)
-    with pytest.raises(AfbenchError, match="big.json: x is too large .*at most 100 bytes"):
+    with pytest.raises(AfbenchError, match="big.json: x is larger than the size cap .*at most 100"):
         read_regular_file(big, "x", max_bytes=100)
     assert read_regular_file(big, "x", max_bytes=101) == b" " * 101
     assert read_regular_file(tmp_path / "absent", "x", required=False) is None

@@ -60,6 +60,8 @@ def mirror_project(tmp_path, release_files):
     cfg = yaml.safe_load((root / "config/demo.yaml").read_text())
     del cfg["demo"]
     cfg["release"]["revision"] = "d" * 40
+    # shell metacharacters in a path setting: every value reaches the shell quoted
+    cfg["results_dir"] = "out dir/$(touch PWNED) 'q"
     cfg["source"] = {"kind": "dir", "mirror": str(mirror)}
     cfg["plans"] = {"items": []}
     (root / "config/test.yaml").write_text(yaml.safe_dump(cfg))
@@ -75,6 +77,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     args = ("--configfile", "config/test.yaml")
     snakemake(root, *args)
     assert planned(root, *args) == {}
+    assert not list(root.rglob("PWNED"))
 
     # a new pin (and new bytes) for one model: that file, its import, and what depends on them
     target = mirror / "results/demo-model-c.csv"
@@ -131,7 +134,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "all": 1,
     }
     snakemake(root, *args)
-    html = next(root.glob("results/*/report/index.html")).read_text()
+    html = next((root / cfg["results_dir"]).glob("*/report/index.html")).read_text()
     assert "<td>mine</td>" in html
 
     # one selection changed: that selection and the audit only
@@ -157,7 +160,7 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
     assert "'main' does not match" in result.stdout + result.stderr
-    assert not (root / "results").exists()
+    assert not (root / "out dir").exists()
     # asking for a model without a pin: refused with how to supply it, nothing fetched
     cfg["release"]["revision"] = "d" * 40
     cfg["models"]["demo-model-b"]["sha256"] = None
@@ -166,7 +169,7 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
     assert "supply models.demo-model-b.sha256" in result.stdout + result.stderr
-    assert not (root / "results").exists()
+    assert not (root / "out dir").exists()
 
 
 def test_lint_is_clean():

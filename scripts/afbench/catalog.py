@@ -6,7 +6,15 @@ import hashlib
 import json
 from collections import Counter
 
-from .csvtable import parse_int, read_table, require_text
+from .csvtable import (
+    first_rows,
+    int_column,
+    name_column,
+    paused_gc,
+    raise_found,
+    read_table,
+    text_column,
+)
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import check_name
 from .records import CATALOG, SELECTION, record
@@ -18,97 +26,88 @@ CATALOG_NOTE = (
 )
 
 
-def _collect(problems: list[Problem], fn, *args, **kwargs):
-    try:
-        return fn(*args, **kwargs)
-    except AfbenchError as exc:
-        problems.extend(exc.problems)
-        return None
+MANIFEST_FIELDS = (
+    "task_id",
+    "source_id",
+    "source_ref",
+    "target_declaration",
+    "n_obligations",
+    "workspace",
+)
+SOURCES_FIELDS = ("source_id", "title", "authors", "license", "n_tasks")
 
 
 def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list[dict], list]:
-    table = read_table(data, file, mapping)
-    tasks, problems, first_row = [], [], {}
-    for row, number in zip(table.rows, table.row_numbers, strict=True):
-        task = {
-            "task_id": _collect(
-                problems, check_name, row["task_id"], "task_id", file=file, row=number
-            ),
-            "source_id": _collect(
-                problems, check_name, row["source_id"], "source_id", file=file, row=number
-            ),
-            "source_ref": _collect(
-                problems, require_text, row["source_ref"], file=file, row=number, field="source_ref"
-            ),
-            "target_declaration": _collect(
-                problems,
-                require_text,
-                row["target_declaration"],
-                file=file,
-                row=number,
-                field="target_declaration",
-            ),
-            "n_obligations": _collect(
-                problems,
-                parse_int,
-                row["n_obligations"],
-                file=file,
-                row=number,
-                field="n_obligations",
-                minimum=1,
-            ),
-            "workspace": _collect(
-                problems, require_text, row["workspace"], file=file, row=number, field="workspace"
-            ),
-        }
-        tid = task["task_id"]
-        if tid is not None and tid in first_row:
-            problems.append(
-                Problem(
-                    f"duplicate task_id (first at row {first_row[tid]})",
-                    file=file,
-                    row=number,
-                    field="task_id",
-                    found=tid,
+    """The MANIFEST's tasks, checked column-wise; every problem in the file is reported."""
+    with paused_gc():
+        table = read_table(data, file, mapping)
+        frame, found = table.frame, []
+        ids_ok = name_column(frame["task_id"], found, 0, file=file)
+        name_column(frame["source_id"], found, 1, file=file)
+        text_column(frame["source_ref"], found, 2, file=file)
+        text_column(frame["target_declaration"], found, 3, file=file)
+        n_obligations = int_column(frame["n_obligations"], found, 4, file=file, minimum=1)
+        text_column(frame["workspace"], found, 5, file=file)
+        for i, first in first_rows(frame["task_id"], keep=ids_ok):
+            row = int(frame.index[i])
+            found.append(
+                (
+                    row,
+                    6,
+                    Problem(
+                        f"duplicate task_id (first at row {first})",
+                        file=file,
+                        row=row,
+                        field="task_id",
+                        found=frame["task_id"].iat[i],
+                    ),
                 )
             )
-        elif tid is not None:
-            first_row[tid] = number
-        tasks.append(task)
-    raise_if(problems)
+        raise_found(found)
+        columns = [frame[field].tolist() for field in MANIFEST_FIELDS]
+        columns[MANIFEST_FIELDS.index("n_obligations")] = n_obligations
+        tasks = [
+            {
+                "task_id": task_id,
+                "source_id": source_id,
+                "source_ref": source_ref,
+                "target_declaration": target,
+                "n_obligations": n,
+                "workspace": workspace,
+            }
+            for task_id, source_id, source_ref, target, n, workspace in zip(*columns, strict=True)
+        ]
     return tasks, table.extra_columns
 
 
 def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list[dict], list]:
+    """SOURCES.csv, checked column-wise; every problem in the file is reported."""
     table = read_table(data, file, mapping)
-    sources, problems, seen = [], [], set()
-    for row, number in zip(table.rows, table.row_numbers, strict=True):
-        source = {
-            "source_id": _collect(
-                problems, check_name, row["source_id"], "source_id", file=file, row=number
-            ),
-            "title": _collect(
-                problems, require_text, row["title"], file=file, row=number, field="title"
-            ),
-            "authors": row["authors"],
-            "license": row["license"],
-            "n_tasks": _collect(
-                problems, parse_int, row["n_tasks"], file=file, row=number, field="n_tasks"
-            ),
-        }
-        if source["source_id"] in seen:
-            problems.append(
+    frame, found = table.frame, []
+    ids_ok = name_column(frame["source_id"], found, 0, file=file)
+    text_column(frame["title"], found, 1, file=file)
+    n_tasks = int_column(frame["n_tasks"], found, 2, file=file)
+    for i, _ in first_rows(frame["source_id"], keep=ids_ok):
+        row = int(frame.index[i])
+        found.append(
+            (
+                row,
+                3,
                 Problem(
                     "duplicate source_id",
                     file=file,
-                    row=number,
+                    row=row,
                     field="source_id",
-                    found=source["source_id"],
-                )
+                    found=frame["source_id"].iat[i],
+                ),
             )
-        seen.add(source["source_id"])
-        sources.append(source)
-    raise_if(problems)
+        )
+    raise_found(found)
+    columns = [frame[field].tolist() for field in SOURCES_FIELDS]
+    columns[SOURCES_FIELDS.index("n_tasks")] = n_tasks
+    sources = [
+        dict(zip(SOURCES_FIELDS, values, strict=True)) for values in zip(*columns, strict=True)
+    ]
     return sources, table.extra_columns
 
 

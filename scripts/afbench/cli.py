@@ -41,6 +41,9 @@ EXAMPLES = {
     "demo": "afbench demo generate --out resources/demo-release\n"
     "afbench demo repo --release-files resources/demo-release --out demo-upstream",
     "discover": "afbench discover --checkout /abs/autoformbench --output-dir discovered",
+    "export": "afbench export --root results/SHA1 --format csv --output-dir tables\n"
+    "afbench export --root results/SHA1 --format parquet --output-dir tables "
+    "--table leaderboard --table official_results",
 }
 
 
@@ -370,6 +373,30 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     )
     p.add_argument("--discovery", metavar="FILE", help="instead of DIR/discovery.json")
     p.add_argument("--fragment", metavar="FILE", help="instead of DIR/discovered.yaml")
+
+    p = command("export", "write the artifact directory's tables as CSV or parquet files")
+    p.add_argument(
+        "--root",
+        metavar="DIR",
+        required=True,
+        help="an artifact directory (results/<revision>); artifacts are found by their kind",
+    )
+    p.add_argument(
+        "--format",
+        choices=["csv", "parquet"],
+        required=True,
+        help="parquet needs the optional extra: pip install 'afbench[parquet]'",
+    )
+    p.add_argument(
+        "--output-dir", metavar="OUT", required=True, help="writes OUT/<table>.csv or .parquet"
+    )
+    p.add_argument(
+        "--table",
+        action="append",
+        metavar="NAME",
+        help="a table to write (repeatable; default: every table the folder has): tasks, "
+        "official_results, leaderboard, comparisons, run_attempts, run_outcomes",
+    )
     return parser
 
 

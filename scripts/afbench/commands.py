@@ -10,7 +10,15 @@ from argparse import Namespace
 from pathlib import Path
 
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, check_name, json_bytes, write_csv, write_json
+from .fsutil import (
+    atomic_write_bytes,
+    check_name,
+    json_bytes,
+    path_text,
+    read_regular_file,
+    write_csv,
+    write_json,
+)
 from .records import (
     CATALOG,
     MODEL_IMPORT,
@@ -31,9 +39,12 @@ if TYPE_CHECKING:
     from .config import ReleaseFile
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
+DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 REVISION = re.compile(r"[0-9a-f]{40}")
 PIN = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@]+)@(?P<sha>[0-9a-f]{64})")
 SKIP = re.compile(r"(?P<key>[^=]+)=(?P<path>[^@=]+)")
+
+MAX_VERDICT_BYTES = 16 << 20  # a verdict is a few kilobytes; /dev/zero is refused before this
 
 
 class Settings:
@@ -62,7 +73,7 @@ class Settings:
 
 # --- values from flags: each checked as strictly as the config schema checks it -------------
 def number(text: object, field: str, *, minimum: float = 0, exclusive: bool = False) -> float:
-    if isinstance(text, bool):
+    if isinstance(text, bool) or (isinstance(text, str) and not DECIMAL.fullmatch(text)):
         raise AfbenchError("not a number", field=field, found=str(text))
     try:
         value = float(text)  # type: ignore[arg-type]
@@ -615,16 +626,16 @@ def cmd_import_results(args: Namespace) -> None:
 # --- local runs -----------------------------------------------------------------------------
 def cmd_verdict(args: Namespace) -> None:
     from .fsutil import sha256_bytes
-    from .runs import parse_verdict, read_regular_file
+    from .runs import parse_verdict
 
     check_name(args.task, "task id")
     path = Path(args.path)
-    data = read_regular_file(path, "verdict file")
+    data = read_regular_file(path, "verdict file", MAX_VERDICT_BYTES)
     verdict = parse_verdict(data, str(path), args.task)
     result = {
         **record(VERDICT),
         **verdict,
-        "input": {"path": str(path.resolve()), "sha256": sha256_bytes(data)},
+        "input": {"path": path_text(path.resolve()), "sha256": sha256_bytes(data)},
     }
     if args.output:
         write_json(Path(args.output), result)
@@ -758,6 +769,13 @@ def cmd_artifacts(args: Namespace) -> None:
     digest = matching(SHA256, args.config_digest, "--config-digest", "64 lowercase hex digits")
     manifest = build_manifest(Path(args.root), [Path(f) for f in args.files], digest, revision)
     write_json(Path(args.output), manifest)
+
+
+def cmd_export(args: Namespace) -> None:
+    """Every table the artifact directory has (or those named), each one file in OUT."""
+    from .frames import export
+
+    export(Path(args.root), Path(args.output_dir), args.format, args.table)
 
 
 # --- tools ----------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import NamedTuple
 
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem, printable
+from .fsutil import read_regular_file
 
 DATA = Path(__file__).resolve().parent / "data"
 SCHEMA_PATH = DATA / "config.schema.yaml"
@@ -31,28 +32,146 @@ class ReleaseFile(NamedTuple):
     sha256: str | None
 
 
+# Bounds checked before a config is built, so no file can make the loader crash, hang or
+# print megabytes: a config is a few kilobytes of a few levels.
+MAX_CONFIG_BYTES = 1 << 20
+MAX_YAML_DEPTH = 64
+MAX_YAML_ALIASES = 1000
+MAX_YAML_VALUES = 200_000  # scalars and collections, counted with every alias expanded
+
+
 def _yaml_load(text: str):
+    """Plain YAML for our own packaged files (the schema)."""
     import yaml
 
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
-def _load_yaml_or_json(path: Path) -> dict:
+def _line(mark) -> str:
+    return f"line {mark.line + 1}" if mark is not None else "an unknown line"
+
+
+def _check_yaml_bounds(yaml, text: str, loader) -> None:
+    """Walk the event stream (no recursion, nothing built) and refuse nesting deeper than
+    MAX_YAML_DEPTH, more than MAX_YAML_ALIASES aliases, an alias to a collection still open
+    (a recursive structure), or more than MAX_YAML_VALUES values once aliases are expanded
+    (a "billion laughs" file)."""
+    from yaml import events
+
+    sizes: dict[str, int] = {}  # anchor -> values it stands for
+    open_collections: list[tuple[str | None, int]] = []  # (anchor, values before it)
+    total = aliases = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, events.AliasEvent):
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise ValueError(
+                    f"more than {MAX_YAML_ALIASES} aliases ({_line(event.start_mark)})"
+                )
+            if event.anchor not in sizes:
+                raise ValueError(
+                    f"alias *{event.anchor[:80]} refers to an anchor that is not complete "
+                    f"(a recursive or undefined alias, {_line(event.start_mark)})"
+                )
+            total += sizes[event.anchor]
+        elif isinstance(event, events.ScalarEvent):
+            total += 1
+            if event.anchor is not None:
+                sizes[event.anchor] = 1
+        elif isinstance(event, events.CollectionStartEvent):
+            if len(open_collections) >= MAX_YAML_DEPTH:
+                raise ValueError(
+                    f"nested more than {MAX_YAML_DEPTH} levels deep ({_line(event.start_mark)})"
+                )
+            open_collections.append((event.anchor, total))
+            total += 1
+        elif isinstance(event, events.CollectionEndEvent):
+            anchor, before = open_collections.pop()
+            if anchor is not None:
+                sizes[anchor] = total - before
+        if total > MAX_YAML_VALUES:
+            raise ValueError(
+                f"more than {MAX_YAML_VALUES} values once aliases are expanded "
+                f"({_line(event.start_mark)}); a config is far smaller"
+            )
+
+
+@functools.cache
+def _config_loader():
+    """The safe loader, refusing duplicate keys and keys that are not text, and turning an
+    impossible unquoted date into a YAML error with its line."""
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    merge_tag = "tag:yaml.org,2002:merge"
+
+    class ConfigLoader(base):  # type: ignore[misc, valid-type]
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: dict[str, object] = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == merge_tag:
+                        continue
+                    key = self.construct_object(key_node, deep=True)
+                    if not isinstance(key, str):
+                        raise ConstructorError(
+                            None,
+                            None,
+                            f"a key must be text, found {type(key).__name__} "
+                            f"{printable(repr(key), 80)} (quote it)",
+                            key_node.start_mark,
+                        )
+                    if key in seen:
+                        raise ConstructorError(
+                            None,
+                            None,
+                            f"duplicate key {printable(repr(key), 80)}, first at "
+                            f"{_line(seen[key])} (a later value would silently win)",
+                            key_node.start_mark,
+                        )
+                    seen[key] = key_node.start_mark
+            return super().construct_mapping(node, deep=deep)
+
+        def checked_timestamp(self, node):
+            try:
+                return self.construct_yaml_timestamp(node)
+            except ValueError as exc:
+                raise ConstructorError(
+                    None, None, f"not a valid date or time ({exc})", node.start_mark
+                ) from None
+
+    ConfigLoader.add_constructor("tag:yaml.org,2002:timestamp", ConfigLoader.checked_timestamp)
+    return ConfigLoader
+
+
+def _parse_config_text(text: str, file: str) -> object:
     import yaml
 
+    loader = _config_loader()
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise AfbenchError("config file not found", file=str(path)) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AfbenchError(f"cannot read config file: {exc}", file=str(path)) from None
+        _check_yaml_bounds(yaml, text, loader)
+        return yaml.load(text, Loader=loader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" ({_line(mark)}, column {mark.column + 1})" if mark is not None else ""
+        context = f"{exc.context}: " if exc.context else ""
+        raise AfbenchError(f"not valid YAML{where}: {context}{exc.problem}", file=file) from None
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+        message = str(exc) or type(exc).__name__
+        raise AfbenchError(f"not valid YAML: {printable(message, 300)}", file=file) from None
+
+
+def _load_yaml_or_json(path: Path) -> dict:
+    data = read_regular_file(Path(path), "config file", MAX_CONFIG_BYTES)
     try:
-        data = _yaml_load(text)
-    except yaml.YAMLError as exc:
-        raise AfbenchError(f"not valid YAML: {exc}", file=str(path)) from None
-    if not isinstance(data, dict):
-        raise AfbenchError("config must be a mapping", file=str(path), found=type(data).__name__)
-    return data
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise AfbenchError(f"config file is not UTF-8 (byte {exc.start})", file=str(path)) from None
+    doc = _parse_config_text(text, str(path))
+    if not isinstance(doc, dict):
+        raise AfbenchError("config must be a mapping", file=str(path), found=type(doc).__name__)
+    return doc
 
 
 def merge(base: dict, update: dict) -> dict:
@@ -75,10 +194,121 @@ def _schema() -> dict:
     return _yaml_load(_schema_text())
 
 
+_PLAIN_SCALARS = (str, int, float, bool, type(None))
+
+
+def _check_plain(data: object, origin: str) -> None:
+    """A config is plain JSON-like data: text keys; text, numbers, booleans, null, lists and
+    mappings; bounded in depth and size (a dict built in Python, e.g. from JSON, can be anything
+    the YAML loader refuses). Dates must be quoted strings."""
+    stack: list[tuple[object, list, int]] = [(data, [], 0)]
+    count = 0
+    while stack:
+        node, path, depth = stack.pop()
+        count += 1
+        where = "/".join(str(p) for p in path) or "(top level)"
+        if count > MAX_YAML_VALUES or depth > MAX_YAML_DEPTH:
+            raise AfbenchError(
+                f"config is larger or deeper than any config (more than {MAX_YAML_VALUES} "
+                f"values or {MAX_YAML_DEPTH} levels)",
+                file=origin,
+                field=where,
+            )
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if not isinstance(key, str):
+                    raise AfbenchError(
+                        "a key must be text (quote it)",
+                        file=origin,
+                        field=where,
+                        found=f"{type(key).__name__} {printable(repr(key), 80)}",
+                    )
+                stack.append((value, [*path, key], depth + 1))
+        elif isinstance(node, list):
+            stack.extend((value, [*path, i], depth + 1) for i, value in enumerate(node))
+        elif not isinstance(node, _PLAIN_SCALARS):
+            hint = (
+                ' (write a date in quotes, e.g. "2026-10-13")' if hasattr(node, "isoformat") else ""
+            )
+            raise AfbenchError(
+                f"not a plain value{hint}",
+                file=origin,
+                field=where,
+                expected="text, a number, true/false, null, a list or a mapping",
+                found=type(node).__name__,
+            )
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = _reprlib_repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+def _reprlib_repr(value: object) -> str:
+    import reprlib
+
+    shortener = reprlib.Repr()
+    shortener.maxstring = shortener.maxother = 100
+    shortener.maxlevel = 2
+    return shortener.repr(value)
+
+
+def _describe(error, origin: str) -> Problem:
+    """One short problem per schema error: the field, what is expected (the schema's own
+    description where it has one), and the value found, clipped (never a whole subtree)."""
+    where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
+    value, keyword, rule = error.instance, error.validator, error.validator_value
+    found = _short(value)
+    described = error.schema.get("description") if isinstance(error.schema, dict) else None
+    if isinstance(value, float) and value != value:
+        return Problem("NaN is not a number", file=origin, field=where, expected="a finite number")
+    if isinstance(value, float) and value in (float("inf"), float("-inf")):
+        return Problem(
+            "infinity is not allowed", file=origin, field=where, expected="a finite number"
+        )
+    if keyword == "type":
+        wanted = rule if isinstance(rule, str) else " or ".join(rule)
+        return Problem(
+            "wrong type",
+            file=origin,
+            field=where,
+            expected=wanted,
+            found=f"{type(value).__name__} {found}",
+        )
+    if keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+        words = {
+            "minimum": "at least",
+            "maximum": "at most",
+            "exclusiveMinimum": "more than",
+            "exclusiveMaximum": "less than",
+        }
+        return Problem(
+            "out of range",
+            file=origin,
+            field=where,
+            expected=f"{words[keyword]} {rule}",
+            found=found,
+        )
+    if keyword == "additionalProperties":
+        return Problem(
+            error.message if len(error.message) < 300 else "unknown keys", file=origin, field=where
+        )
+    if keyword in ("pattern", "not", "anyOf", "oneOf", "enum", "maxLength", "minLength") and (
+        described or keyword == "enum"
+    ):
+        expected = described or f"one of {_short(rule, 300)}"
+        return Problem("not allowed here", file=origin, field=where, expected=expected, found=found)
+    return Problem(printable(error.message, 300), file=origin, field=where)
+
+
 def validate_config(data: dict, origin: str = "config") -> dict:
-    """Validate and fill defaults (the jsonschema FAQ's rule, as snakemake.utils.validate does)."""
+    """Validate and fill defaults (the jsonschema FAQ's rule, as snakemake.utils.validate does).
+
+    Beyond the schema: keys must be text, values plain (no unquoted dates or YAML-only types),
+    and an integer setting must be an integer (3.0 is refused, as the code needs an int)."""
     from jsonschema import Draft202012Validator, validators
 
+    _check_plain(data, origin)
     schema = _schema()
     properties_rule = Draft202012Validator.VALIDATORS["properties"]
 
@@ -89,17 +319,18 @@ def validate_config(data: dict, origin: str = "config") -> dict:
                     instance.setdefault(name, copy.deepcopy(prop["default"]))
         yield from properties_rule(validator, properties, instance, subschema)
 
-    filling = validators.extend(Draft202012Validator, {"properties": fill_defaults})
+    strict_integers = Draft202012Validator.TYPE_CHECKER.redefine(
+        "integer", lambda _, value: isinstance(value, int) and not isinstance(value, bool)
+    )
+    filling = validators.extend(
+        Draft202012Validator, {"properties": fill_defaults}, type_checker=strict_integers
+    )
     config = copy.deepcopy(data)
-    errors = sorted(filling(schema).iter_errors(config), key=lambda e: list(e.absolute_path))
+    errors = sorted(
+        filling(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path))
+    )
     if errors:
-        problems = []
-        from .errors import Problem
-
-        for error in errors:
-            where = "/".join(str(p) for p in error.absolute_path) or "(top level)"
-            problems.append(Problem(error.message, file=origin, field=where))
-        raise AfbenchError(problems=problems)
+        raise AfbenchError(problems=[_describe(error, origin) for error in errors])
     return config
 
 

@@ -1,27 +1,61 @@
 """Strict CSV reading shared by every upstream file: UTF-8 (BOM tolerated), RFC 4180 quoting,
-LF or CRLF, columns found by name through the config's column mapping, extra columns listed."""
+LF or CRLF, columns found by name through the config's column mapping, extra columns listed.
+
+The file is tokenised by the standard library's strict RFC 4180 reader (pandas' own CSV
+parsers are lenient: they pad short rows, accept text after a closing quote and stop at the
+first bad row), and bounded before anything grows with it (columns, rows, field size). The
+cells then become a pandas DataFrame of untouched Python strings (no type guessing, no NA
+values), and every check is made column-wise; a value that fails a check is then passed through
+the scalar parse_* helper of the same rule, so that each refusal carries the same message
+(file, row, field, expected, found) whichever way it was found.
+
+All patterns are full-match (``re.fullmatch`` / ``Series.str.fullmatch``): ``$`` would accept a
+value that ends in a newline."""
 
 from __future__ import annotations
 
 import csv
+import gc
 import io
+import itertools
 import math
 import re
-from typing import NamedTuple
+from collections import Counter
+from collections.abc import Callable
+from contextlib import contextmanager
+from operator import itemgetter
+from typing import TYPE_CHECKING, NamedTuple
 
 from .errors import AfbenchError, Problem
 
-MAX_FIELD = 100_000
-INTEGER = re.compile(r"^[0-9]+$")
-DECIMAL = re.compile(r"^[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?$")
+if TYPE_CHECKING:  # pandas is imported when a CSV is read: commands without one stay light
+    import numpy as np
+    import pandas as pd
+
+MAX_FIELD = 100_000  # characters in one cell
+MAX_COLUMNS = 1_000  # the widest upstream file has 13
+MAX_ROWS = 1_000_000  # data rows; the release has 341 tasks (the benchmarks go to 34,100)
+MAX_SHOWN = 2_000  # characters of a header quoted in a message
+INT_LIMIT = 2**63 - 1  # a count beyond this is never real (and Python's int() caps digits)
+INT_DIGITS = len(str(INT_LIMIT))
+INTEGER = re.compile(r"[0-9]+")
+DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 
 
 class Table(NamedTuple):
     file: str
     header: list[str]
-    rows: list[dict[str, str]]  # our field names -> raw text
-    row_numbers: list[int]  # spreadsheet numbering: the header is row 1
+    frame: pd.DataFrame  # our field names -> raw text (Python str, object dtype)
     extra_columns: list[str]
+
+    @property
+    def row_numbers(self) -> list[int]:
+        """Spreadsheet numbering: the header is row 1 (the frame's index)."""
+        return self.frame.index.tolist()
+
+    @property
+    def rows(self) -> list[dict[str, str]]:
+        return self.frame.to_dict("records")
 
 
 def closest(name: str, candidates: list[str]) -> list[str]:
@@ -30,7 +64,102 @@ def closest(name: str, candidates: list[str]) -> list[str]:
     return difflib.get_close_matches(name, candidates, n=3, cutoff=0.5)
 
 
+def _shown(header: list[str]) -> object:
+    """The header as quoted in a message, cut short when it is huge."""
+    text = repr(header)
+    if len(text) <= MAX_SHOWN:
+        return header
+    return f"{text[:MAX_SHOWN]}... ({len(header)} columns)"
+
+
+def _too_wide(file: str, width: int) -> AfbenchError:
+    return AfbenchError(
+        "too many columns in header",
+        file=file,
+        row=1,
+        expected=f"at most {MAX_COLUMNS}",
+        found=width,
+    )
+
+
+def _too_long(file: str) -> AfbenchError:
+    return AfbenchError(
+        "too many rows", file=file, expected=f"at most {MAX_ROWS} data rows", found="more"
+    )
+
+
+def _split_plain(text: str, file: str) -> np.ndarray | None:
+    """Text without a quote character, a blank line or a lone CR, whose every line has the
+    header's number of fields: its cells as a 2-D array (the header first), by plain
+    splitting, which is what the strict reader gives for such text, many times faster. None
+    for any other text: the strict reader reads it (and words any refusal)."""
+    import numpy as np
+
+    if '"' in text or not text:
+        return None
+    if "\r" in text:
+        if text.count("\r") != text.count("\r\n"):
+            return None
+        text = text.replace("\r\n", "\n")
+    text = text.removesuffix("\n")
+    if not text or text.startswith("\n") or text.endswith("\n") or "\n\n" in text:
+        return None
+    lines = text.count("\n") + 1
+    header_end = text.find("\n")
+    width = text.count(",", 0, header_end if header_end >= 0 else len(text)) + 1
+    if width > MAX_COLUMNS:
+        return None  # the strict reader refuses it after reading the header alone
+    if lines - 1 > MAX_ROWS:
+        raise _too_long(file)
+    raw = np.frombuffer(text.encode(), dtype=np.uint8)
+    ends = np.flatnonzero(raw == ord("\n"))
+    if np.diff(ends, prepend=-1, append=len(raw)).max(initial=0) > MAX_FIELD:
+        return None  # a line this long may hold a cell over the limit (a line's bytes >= chars)
+    # Every line end becomes a cell of its own, a NUL (never in the text: refused before), so
+    # that one split gives every cell; then if every (width + 1)-th cell is a NUL, and there
+    # are as many cells as that needs, every line has the header's width.
+    cells = (text + "\n").replace("\n", ",\x00,").split(",")
+    del text, raw
+    cells.pop()  # the empty cell after the last NUL
+    if len(cells) != lines * (width + 1) or cells[width :: width + 1].count("\x00") != lines:
+        return None
+    return np.array(cells, dtype=object).reshape(lines, width + 1)[:, :width]
+
+
+def _tokenise(text: str, file: str) -> tuple[list[str], list[list[str]]]:
+    old_limit = csv.field_size_limit(MAX_FIELD)
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+        header = next(reader, [])
+        if len(header) > MAX_COLUMNS:
+            raise _too_wide(file, len(header))
+        body = list(itertools.islice(reader, MAX_ROWS + 1))
+    except csv.Error as exc:
+        raise AfbenchError(f"malformed CSV: {exc}", file=file) from None
+    finally:
+        csv.field_size_limit(old_limit)
+    if len(body) > MAX_ROWS:
+        raise _too_long(file)
+    return header, body
+
+
+@contextmanager
+def paused_gc():
+    """No cyclic garbage collection while hundreds of thousands of cells (acyclic strings and
+    lists) are made: the collector would otherwise walk them again and again."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
+    import numpy as np
+    import pandas as pd
+
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -40,32 +169,32 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise AfbenchError(f"NUL character on line {line}; not a text CSV", file=file, row=line)
-    old_limit = csv.field_size_limit(MAX_FIELD)
-    try:
-        records = list(csv.reader(io.StringIO(text, newline=""), strict=True))
-    except csv.Error as exc:
-        raise AfbenchError(f"malformed CSV: {exc}", file=file) from None
-    finally:
-        csv.field_size_limit(old_limit)
-    if not records or not any(records[0]):
+    block = _split_plain(text, file)
+    if block is not None:
+        raw_header, body = block[0].tolist(), None
+    else:
+        raw_header, body = _tokenise(text, file)
+    del text
+    if not any(raw_header):
         raise AfbenchError("empty file: no header row", file=file)
-    header = [name.strip() for name in records[0]]
-    duplicated = sorted({name for name in header if header.count(name) > 1})
+    header = [name.strip() for name in raw_header]
+    counts = Counter(header)  # linear: a header of a million columns is refused above anyway
+    duplicated = sorted(name for name, count in counts.items() if count > 1)
     if duplicated:
         raise AfbenchError(
             "duplicate column in header",
             file=file,
             row=1,
             field=duplicated[0],
-            found=f"columns {header}",
+            found=f"columns {_shown(header)}",
         )
-    missing = [(ours, theirs) for ours, theirs in mapping.items() if theirs not in header]
+    missing = [(ours, theirs) for ours, theirs in mapping.items() if theirs not in counts]
     if missing:
         raise AfbenchError(
             problems=[
                 Problem(
                     f"mapped column '{theirs}' (our field '{ours}') is missing; actual "
-                    f"columns: {header}; closest: {closest(theirs, header) or 'none'}",
+                    f"columns: {_shown(header)}; closest: {closest(theirs, header) or 'none'}",
                     file=file,
                     row=1,
                     field=theirs,
@@ -73,32 +202,43 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
                 for ours, theirs in missing
             ]
         )
-    index = {ours: header.index(theirs) for ours, theirs in mapping.items()}
-    mapped = set(mapping.values())
-    rows, numbers, problems = [], [], []
-    for number, record in enumerate(records[1:], start=2):
-        if len(record) != len(header):
-            problems.append(
-                Problem(
-                    "wrong number of fields",
-                    file=file,
-                    row=number,
-                    expected=len(header),
-                    found=len(record),
-                )
+    width = len(header)
+    if body is not None:
+        wrong = [(number, len(r)) for number, r in enumerate(body, 2) if len(r) != width]
+        if wrong:
+            raise AfbenchError(
+                problems=[
+                    Problem(
+                        "wrong number of fields", file=file, row=row, expected=width, found=found
+                    )
+                    for row, found in wrong
+                ]
             )
-            continue
-        rows.append({ours: record[i] for ours, i in index.items()})
-        numbers.append(number)
-    if problems:
-        raise AfbenchError(problems=problems)
-    return Table(file, header, rows, numbers, [h for h in header if h not in mapped])
+    # one 2-D block of Python strings; the frame's columns are our fields, in mapping order
+    if body is None:
+        block = block[1:]
+    else:
+        block = np.array(body, dtype=object) if body else np.empty((0, width), dtype=object)
+        del body
+    position = {name: i for i, name in enumerate(header)}
+    take = [position[theirs] for theirs in mapping.values()]
+    if take != list(range(width)):
+        block = block[:, take]
+    frame = pd.DataFrame(
+        block,
+        columns=list(mapping),
+        index=pd.RangeIndex(2, len(block) + 2),
+        dtype=object,
+        copy=False,
+    )
+    mapped = set(mapping.values())
+    return Table(file, header, frame, [h for h in header if h not in mapped])
 
 
 def parse_int(
     text: str, *, file: str, row: int, field: str, minimum: int = 0, maximum: int | None = None
 ) -> int:
-    if not INTEGER.match(text):
+    if not INTEGER.fullmatch(text):
         raise AfbenchError(
             "not a whole number",
             file=file,
@@ -107,9 +247,12 @@ def parse_int(
             expected="digits only",
             found=text,
         )
-    value = int(text)
-    if value < minimum or (maximum is not None and value > maximum):
+    top = INT_LIMIT if maximum is None else maximum
+    value = int(text) if len(text.lstrip("0")) <= INT_DIGITS else top + 1
+    if value < minimum or value > top:
         bound = f"{minimum}..{maximum}" if maximum is not None else f">= {minimum}"
+        if value > INT_LIMIT:
+            bound = f"{minimum}..{maximum if maximum is not None else INT_LIMIT}"
         raise AfbenchError(
             "number out of range", file=file, row=row, field=field, expected=bound, found=text
         )
@@ -117,7 +260,7 @@ def parse_int(
 
 
 def parse_cost(text: str, *, file: str, row: int, field: str) -> float:
-    if not DECIMAL.match(text):
+    if not DECIMAL.fullmatch(text):
         raise AfbenchError(
             "not a finite, non-negative number",
             file=file,
@@ -138,3 +281,180 @@ def require_text(text: str, *, file: str, row: int, field: str) -> str:
             "empty value", file=file, row=row, field=field, expected="a non-empty value"
         )
     return text
+
+
+# Column-wise forms of the rules above, on a column of the table's frame (its index: the row
+# numbers). Each returns the parsed values (None where refused), or the mask of acceptable
+# rows, and appends (row, order, Problem) for every refused value to `found`, the Problem made
+# by the scalar helper of the same rule. Low-cardinality columns are checked once per distinct
+# value.
+
+Found = list[tuple[int, int, Problem]]
+
+
+def per_distinct(texts: list[str], parse: Callable[[str], object]) -> list:
+    """[parse(text) for text in texts], parsing each distinct value once when few are."""
+    distinct = dict.fromkeys(texts)
+    if len(distinct) > len(texts) // 4:
+        return [parse(text) for text in texts]
+    for text in distinct:
+        distinct[text] = parse(text)
+    return list(map(distinct.__getitem__, texts))
+
+
+def _refuse(
+    found: Found,
+    order: int,
+    column: pd.Series,
+    bad: list[int],
+    check: Callable[[str, int, int], object],
+) -> None:
+    """The scalar rule's own problem for each refused position."""
+    rows, texts = column.index, column.array
+    for i in bad:
+        row = int(rows[i])
+        try:
+            check(texts[i], row, i)
+        except AfbenchError as exc:
+            found.extend((row, order, problem) for problem in exc.problems)
+        else:  # the column-wise rule and the scalar one disagree: never accept silently
+            raise AssertionError(f"{column.name} row {row}: {texts[i]!r} passed the scalar check")
+
+
+def int_column(
+    column: pd.Series,
+    found: Found,
+    order: int,
+    *,
+    file: str,
+    minimum: int = 0,
+    maximum: list[int] | None = None,
+) -> list[int | None]:
+    """Whole numbers, digits only, minimum <= value (<= maximum, one bound per row). Python
+    ints, not int64: a cell of 30 digits is out of range, never wrapped around."""
+    match = INTEGER.fullmatch
+
+    def parse(text: str) -> int | None:
+        if not match(text) or len(text.lstrip("0")) > INT_DIGITS:
+            return None
+        value = int(text)
+        return value if minimum <= value <= INT_LIMIT else None
+
+    values = per_distinct(column.to_numpy().tolist(), parse)
+    if maximum is None:
+        bad = [i for i, value in enumerate(values) if value is None]
+    else:
+        bad = [
+            i
+            for i, (value, top) in enumerate(zip(values, maximum, strict=True))
+            if value is None or value > top
+        ]
+    if bad:
+        _refuse(
+            found,
+            order,
+            column,
+            bad,
+            lambda text, row, i: parse_int(
+                text,
+                file=file,
+                row=row,
+                field=column.name,
+                minimum=minimum,
+                maximum=None if maximum is None else maximum[i],
+            ),
+        )
+        for i in bad:
+            values[i] = None
+    return values
+
+
+def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> list[float | None]:
+    """Finite, non-negative decimals."""
+    texts = column.to_numpy().tolist()
+    if all(map(DECIMAL.fullmatch, texts)):
+        values = list(map(float, texts))
+        if math.inf not in values:
+            return values
+    match = DECIMAL.fullmatch
+    values = [float(text) if match(text) else None for text in texts]
+    bad = [i for i, value in enumerate(values) if value is None or value == math.inf]
+    if bad:
+        _refuse(
+            found,
+            order,
+            column,
+            bad,
+            lambda text, row, i: parse_cost(text, file=file, row=row, field=column.name),
+        )
+        for i in bad:
+            values[i] = None
+    return values
+
+
+def text_column(column: pd.Series, found: Found, order: int, *, file: str) -> None:
+    """Non-empty text (not only white space)."""
+    bad = [i for i, text in enumerate(column.to_numpy().tolist()) if not text.strip()]
+    if bad:
+        _refuse(
+            found,
+            order,
+            column,
+            bad,
+            lambda text, row, i: require_text(text, file=file, row=row, field=column.name),
+        )
+
+
+def name_column(
+    column: pd.Series, found: Found, order: int, *, file: str, max_length: int = 200
+) -> list[bool]:
+    """Values that become path components or argv elements (fsutil.check_name, column-wise);
+    returns which rows are acceptable."""
+    from .fsutil import SAFE_NAME, check_name
+
+    match = SAFE_NAME.fullmatch
+    ok = per_distinct(
+        column.to_numpy().tolist(),
+        lambda text: bool(match(text)) and ".." not in text and len(text) <= max_length,
+    )
+    bad = [i for i, good in enumerate(ok) if not good]
+    if bad:
+        _refuse(
+            found,
+            order,
+            column,
+            bad,
+            lambda text, row, i: check_name(text, column.name, file=file, row=row),
+        )
+    return ok
+
+
+def first_rows(column: pd.Series, keep: list[bool] | None = None) -> list[tuple[int, int]]:
+    """(position, row number of the value's first occurrence) for every row that repeats an
+    earlier value (among the `keep` rows)."""
+    import numpy as np
+    import pandas as pd
+
+    values = column.to_numpy(dtype=object)
+    positions = np.arange(len(values)) if keep is None else np.flatnonzero(keep)
+    if keep is not None:
+        values = values[positions]
+    if len(set(values.tolist())) == len(values):
+        return []
+    codes, _ = pd.factorize(values, use_na_sentinel=False)
+    repeat = pd.Series(codes).duplicated(keep="first").to_numpy()
+    if not repeat.any():
+        return []
+    first = np.full(codes.max() + 1, -1, dtype=np.int64)
+    first[codes[::-1]] = positions[::-1]  # the earliest position wins
+    rows = column.index
+    return [
+        (int(p), int(rows[first[c]])) for p, c in zip(positions[repeat], codes[repeat], strict=True)
+    ]
+
+
+def raise_found(found: Found, after: list[Problem] = ()) -> None:
+    """Raise every problem, in row order and, within a row, in the order of the checks."""
+    if found or after:
+        found.sort(key=itemgetter(0, 1))
+        raise AfbenchError(problems=[p for _, _, p in found] + list(after))

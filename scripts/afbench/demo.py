@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -227,20 +226,71 @@ def _git(repo: Path, *args: str, env: dict | None = None, data: bytes | None = N
     return result.stdout.decode().strip()
 
 
+DEMO_MESSAGE = "afbench demo release (synthetic)"
+
+
+def _probe(repo: Path, *args: str) -> str | None:
+    """A read-only git question; None when git says no."""
+    result = subprocess.run(
+        ["git", *args], cwd=repo, capture_output=True, check=False, stdin=subprocess.DEVNULL
+    )
+    return result.stdout.decode(errors="replace").strip() if result.returncode == 0 else None
+
+
+def is_demo_repository(folder: Path) -> bool:
+    """True if `folder` is the top of a git repository made by build_repository: every commit
+    in it (one, on main) is the demo commit, by the demo author, with the demo message."""
+    folder = Path(folder)
+    top = _probe(folder, "rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != folder.resolve():
+        return False
+    commits = _probe(folder, "rev-list", "--all")
+    if commits is None or len(commits.split()) != 1:
+        return False
+    head = _probe(folder, "log", "-1", "--format=%an%x00%ae%x00%cn%x00%ce%x00%P%x00%B", "main")
+    return head == "\0".join([AUTHOR[0], AUTHOR[1], AUTHOR[0], AUTHOR[1], "", DEMO_MESSAGE])
+
+
+def _check_out_folder(out: Path) -> None:
+    """Refuse to build over anything but nothing, an empty folder, or an earlier demo
+    repository with no local changes: nothing of the user's is ever deleted or overwritten."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise AfbenchError("--out exists and is not a folder; refusing to touch it", file=str(out))
+    if not out.exists() or not any(out.iterdir()):
+        return
+    if not is_demo_repository(out):
+        raise AfbenchError(
+            "--out is a folder that is not empty and is not an earlier afbench demo "
+            "repository; refusing to touch it (choose an empty or new folder)",
+            file=str(out),
+        )
+    changes = _probe(out, "status", "--porcelain", "--ignored", "--untracked-files=all")
+    if changes is None or changes:
+        raise AfbenchError(
+            "--out is an earlier demo repository with local changes or extra files; refusing "
+            "to touch them (move them away, or choose an empty or new folder)",
+            file=str(out),
+        )
+
+
 def build_repository(release_files: Path, out: Path) -> str:
     """A git repository at `out` whose one commit holds `release_files`; returns the commit.
 
     The commit is made with plumbing, fixed names and dates, so the same files always give the
-    same hash (the demo config pins it).
+    same hash (the demo config pins it). `out` must be new, empty, or an earlier demo
+    repository without local changes (rebuilt in place); anything else is refused untouched.
     """
     release_files, out = Path(release_files), Path(out)
     if not release_files.is_dir():
         raise AfbenchError("demo release folder not found", file=str(release_files))
     paths = sorted(p for p in release_files.rglob("*") if p.is_file())
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
+    _check_out_folder(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise AfbenchError(f"cannot create the folder: {exc.strerror}", file=str(out)) from None
     _git(out, "init", "-q", "-b", "main")
+    _git(out, "read-tree", "--empty")  # an earlier demo commit's entries do not carry over
     env = {
         **os.environ,
         "GIT_AUTHOR_NAME": AUTHOR[0],
@@ -255,7 +305,7 @@ def build_repository(release_files: Path, out: Path) -> str:
         rel = path.relative_to(release_files).as_posix()
         _git(out, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}")
     tree = _git(out, "write-tree")
-    commit = _git(out, "commit-tree", tree, "-m", "afbench demo release (synthetic)", env=env)
+    commit = _git(out, "commit-tree", tree, "-m", DEMO_MESSAGE, env=env)
     _git(out, "update-ref", "refs/heads/main", commit)
     _git(out, "checkout", "-q", "-f", "main")
     return commit

@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
+
+# Control characters, DEL, C1 controls, lone surrogates, line and paragraph separators: escaped
+# in every message, so a hostile name can neither break the terminal nor a UTF-8 encoder, and a
+# message stays one line.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+MAX_PART = 500  # characters of one file name, field, message or found value in a message
+
+
+def printable(text: str, limit: int = MAX_PART) -> str:
+    """`text` with unprintable characters escaped (\\n, \\x1b, \\udc80) and clipped to
+    about `limit` characters."""
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Problem:
@@ -29,20 +44,20 @@ class Problem:
         where = [
             part
             for part in (
-                self.file,
+                printable(self.file) if self.file is not None else None,
                 f"row {self.row}" if self.row is not None else None,
-                f"field '{self.field}'" if self.field is not None else None,
+                f"field '{printable(str(self.field))}'" if self.field is not None else None,
             )
             if part
         ]
-        text = ": ".join([*where, self.message])
+        text = ": ".join([*where, printable(self.message, 4 * MAX_PART)])
         details = []
         if self.expected is not None:
-            details.append(f"expected {self.expected}")
+            details.append(f"expected {printable(str(self.expected))}")
         if self.found is not None:
-            details.append(
-                f"found {self.found!r}" if isinstance(self.found, str) else f"found {self.found}"
-            )
+            found = self.found
+            shown = repr(found[: MAX_PART + 1]) if isinstance(found, str) else str(found)
+            details.append(f"found {printable(shown)}")
         if details:
             text += f" ({', '.join(details)})"
         return text

@@ -3,6 +3,9 @@ prove every byte with its SHA-256 pin before it lands in the release folder."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
+import threading
 import time
 from pathlib import Path
 
@@ -19,6 +22,62 @@ if TYPE_CHECKING:
 MAX_REDIRECTS = 5
 
 
+class _DeadlinePassed(Exception):
+    """Raised when a download asks for a connection after its total time is up."""
+
+
+class _Deadline:
+    """The total time limit of one file's download, retries included. When it passes, every
+    socket the download opened is shut down (and again every 50 ms, for one still
+    connecting), so a read blocked on a server that drips its headers or body one byte at a
+    time returns at once; a read timeout alone never fires while bytes keep coming."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.expires = time.monotonic() + seconds
+        self._sockets: list = []
+        self._lock = threading.Lock()
+        self._fired = threading.Event()
+        self._done = threading.Event()
+        self._watchdog = threading.Thread(target=self._watch, name="afbench-deadline", daemon=True)
+
+    def __enter__(self) -> _Deadline:
+        self._watchdog.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._done.set()
+        self._watchdog.join()
+
+    @property
+    def expired(self) -> bool:
+        return self._fired.is_set() or time.monotonic() >= self.expires
+
+    def remaining(self) -> float:
+        return max(0.0, self.expires - time.monotonic())
+
+    def track(self, sock) -> None:
+        """Watch `sock` (None: a connection not yet open, tracked when it connects)."""
+        if self.expired:
+            raise _DeadlinePassed
+        if sock is not None:
+            with self._lock:
+                self._sockets.append(sock)
+
+    def _watch(self) -> None:
+        if self._done.wait(self.seconds):
+            return
+        self._fired.set()
+        while True:
+            with self._lock:
+                sockets = list(self._sockets)
+            for sock in sockets:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
+            if self._done.wait(0.05):
+                return
+
+
 class HttpsSource:
     """Raw files at the pinned revision, e.g. https://raw.githubusercontent.com/<repo>/<rev>/."""
 
@@ -26,6 +85,7 @@ class HttpsSource:
         self.settings = source
         self.base = f"{source['base_url'].rstrip('/')}/{repository}/{revision}/"
         self._session = None
+        self._deadline: _Deadline | None = None
 
     def describe(self, path: str) -> str:
         return self.base + path
@@ -34,6 +94,7 @@ class HttpsSource:
         if self._session is None:
             import requests
             from requests.adapters import HTTPAdapter
+            from urllib3 import HTTPConnectionPool, HTTPSConnectionPool
             from urllib3.util.retry import Retry
 
             retries = self.settings["retries"]
@@ -53,15 +114,65 @@ class HttpsSource:
             session = requests.Session()
             session.trust_env = False  # no proxies or netrc from the environment
             adapter = HTTPAdapter(max_retries=retry)
+            source = self
+
+            def tracked(pool_class):
+                class TrackedConnection(pool_class.ConnectionCls):
+                    def connect(self):
+                        super().connect()
+                        if source._deadline is not None:
+                            source._deadline.track(self.sock)
+
+                class Tracked(pool_class):
+                    """Hands every socket to the current download's deadline."""
+
+                    ConnectionCls = TrackedConnection
+
+                    def _get_conn(self, timeout=None):
+                        connection = super()._get_conn(timeout)
+                        if source._deadline is not None:
+                            try:
+                                source._deadline.track(connection.sock)
+                            except _DeadlinePassed:
+                                self._put_conn(connection)
+                                raise
+                        return connection
+
+                return Tracked
+
+            adapter.poolmanager.pool_classes_by_scheme = {
+                "http": tracked(HTTPConnectionPool),
+                "https": tracked(HTTPSConnectionPool),
+            }
             session.mount("https://", adapter)
             session.mount("http://", adapter)
             self._session = session
         return self._session
 
+    def _too_slow(self, url: str) -> AfbenchError:
+        return AfbenchError(
+            "download exceeded the total time limit; nothing was written",
+            file=url,
+            expected=f"at most {self.settings['total_timeout_s']} s (source.total_timeout_s)",
+        )
+
     def read(self, path: str) -> bytes:
+        url = self.describe(path)
+        with _Deadline(self.settings["total_timeout_s"]) as deadline:
+            self._deadline = deadline
+            try:
+                data = self._read_with_retries(url, deadline)
+            except _DeadlinePassed:
+                raise self._too_slow(url) from None
+            finally:
+                self._deadline = None
+        if deadline.expired:  # a body cut by the watchdog may look complete: never use it
+            raise self._too_slow(url)
+        return data
+
+    def _read_with_retries(self, url: str, deadline: _Deadline) -> bytes:
         import requests
 
-        url = self.describe(path)
         attempts = self.settings["retries"] + 1
         for attempt in range(attempts):
             try:
@@ -71,6 +182,8 @@ class HttpsSource:
                 requests.exceptions.ConnectionError,
                 requests.exceptions.Timeout,
             ) as exc:
+                if deadline.expired:
+                    raise _DeadlinePassed from None
                 # urllib3 retries the request itself; a body cut mid-way is retried here.
                 if attempt + 1 == attempts:
                     raise AfbenchError(
@@ -78,8 +191,12 @@ class HttpsSource:
                         f"{type(exc).__name__}: {_short(exc)}",
                         file=url,
                     ) from None
-                time.sleep(self.settings["backoff_factor"] * (2**attempt))
+                time.sleep(
+                    min(self.settings["backoff_factor"] * (2**attempt), deadline.remaining())
+                )
             except requests.exceptions.RequestException as exc:
+                if deadline.expired:
+                    raise _DeadlinePassed from None
                 raise AfbenchError(
                     f"download failed: {type(exc).__name__}: {_short(exc)}", file=url
                 ) from None
@@ -124,7 +241,6 @@ class HttpsSource:
 
     def _read_body(self, response, url: str) -> bytes:
         cap = self.settings["max_bytes"]
-        deadline = time.monotonic() + self.settings["total_timeout_s"]
         chunks, size = [], 0
         # iter_content inflates gzip/deflate: the cap bounds what would be written.
         for chunk in response.iter_content(chunk_size=65536):
@@ -136,12 +252,8 @@ class HttpsSource:
                     expected=f"at most {cap} bytes (source.max_bytes)",
                     found=f"more than {cap} bytes",
                 )
-            if time.monotonic() > deadline:
-                raise AfbenchError(
-                    "download exceeded the total time limit",
-                    file=url,
-                    expected=f"at most {self.settings['total_timeout_s']} s",
-                )
+            if self._deadline is not None and self._deadline.expired:
+                raise _DeadlinePassed
             chunks.append(chunk)
         return b"".join(chunks)
 

@@ -5,6 +5,13 @@ from __future__ import annotations
 import io
 
 
+def _literal(label: object) -> str:
+    """A label drawn exactly as typed: matplotlib reads text between two `$` as mathtext
+    (`$x^2$` would be drawn as x squared, an unbalanced `$\\frac$` raises), but never a `\\$`,
+    which it draws as `$`."""
+    return str(label).replace("$", r"\$")
+
+
 def _subplots(width: float, height: float):
     """A figure and its axes, without pyplot's global state (and its import cost)."""
     import matplotlib
@@ -32,7 +39,7 @@ def _svg(fig) -> str:
 
 def leaderboard_figure(rows: list[dict], confidence: float) -> str:
     fig, ax = _subplots(7, 0.35 * len(rows) + 1.2)
-    names = [r["display_name"] for r in rows][::-1]
+    names = [_literal(r["display_name"]) for r in rows][::-1]
     rates = [r["success_rate"] for r in rows][::-1]
     lows = [r["success_rate"] - r["wilson_low"] for r in rows][::-1]
     highs = [r["wilson_high"] - r["success_rate"] for r in rows][::-1]
@@ -63,7 +70,7 @@ def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -
         marks[(i, j)] = marks[(j, i)] = "*" if p["significant"] else ""
     fig, ax = _subplots(0.6 * size + 2.5, 0.6 * size + 1.5)
     image = ax.imshow(grid, cmap="RdBu", vmin=-0.5, vmax=0.5)
-    names = [labels[m] for m in models]
+    names = [_literal(labels[m]) for m in models]
     ax.set_xticks(range(size), names, rotation=45, ha="right")
     ax.set_yticks(range(size), names)
     if size <= 12:  # beyond that the numbers are unreadable; the table has them all
@@ -79,8 +86,10 @@ def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str
     ]
     fig, ax = _subplots(0.55 * len(models) + 3, 0.28 * len(rows) + 1.5)
     image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(models)), [labels[m] for m in models], rotation=45, ha="right")
-    ax.set_yticks(range(len(rows)), [f"{r['source_id']} ({r['tasks']})" for r in rows])
+    ax.set_xticks(
+        range(len(models)), [_literal(labels[m]) for m in models], rotation=45, ha="right"
+    )
+    ax.set_yticks(range(len(rows)), [_literal(f"{r['source_id']} ({r['tasks']})") for r in rows])
     fig.colorbar(image, ax=ax, label="success rate")
     return _svg(fig)
 
@@ -96,7 +105,7 @@ def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
             zorder=3,
         )
         ax.annotate(
-            m["display_name"],
+            _literal(m["display_name"]),
             (m["mean_cost_usd"], m["success_rate"]),
             textcoords="offset points",
             xytext=(5, 4),

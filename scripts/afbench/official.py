@@ -4,12 +4,19 @@ audit, and comparisons refused unless they are like for like."""
 from __future__ import annotations
 
 import hashlib
-from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
 
 from .budget import budget_audit
-from .csvtable import parse_cost, parse_int, read_table
+from .csvtable import (
+    cost_column,
+    first_rows,
+    int_column,
+    paused_gc,
+    per_distinct,
+    raise_found,
+    read_table,
+)
 from .errors import AfbenchError, Problem, raise_if
 from .records import MODEL_IMPORT, SUMMARY, record
 
@@ -44,6 +51,44 @@ def _parse_finished(text: str) -> str | None:
     return text
 
 
+BOOLEANS = {"true": True, "false": False}
+
+
+_BAD = object()
+
+
+def _finished_column(column, found: list, order: int, file: str) -> list[str | None]:
+    """finished_at: ISO-8601 date or datetime, or empty (unknown)."""
+
+    def parse(text: str) -> object:
+        try:
+            return _parse_finished(text)
+        except ValueError:
+            return _BAD
+
+    values = per_distinct(column.to_numpy().tolist(), parse)
+    if _BAD in values:
+        for i, value in enumerate(values):
+            if value is _BAD:
+                row = int(column.index[i])
+                found.append(
+                    (
+                        row,
+                        order,
+                        Problem(
+                            "not an ISO-8601 date or datetime",
+                            file=file,
+                            row=row,
+                            field="finished_at",
+                            expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
+                            found=column.iat[i],
+                        ),
+                    )
+                )
+                values[i] = None
+    return values
+
+
 def parse_results(
     data: bytes,
     file: str,
@@ -51,111 +96,126 @@ def parse_results(
     manifest: dict[str, dict],
     pinned_condition: str,
 ) -> tuple[list[dict], dict, list[str]]:
-    """Validated per-task records; every problem in the file is reported, not just the first."""
-    table = read_table(data, file, mapping)
-    problems: list[Problem] = []
-    records, first_row = [], {}
-    seen_values: dict[str, list[tuple[str, int]]] = {field: [] for field in CONSTANT_FIELDS}
+    """Validated per-task records; every problem in the file is reported, not just the first.
 
-    def bad(number, field, message, expected=None, found=None):
-        problems.append(
-            Problem(message, file=file, row=number, field=field, expected=expected, found=found)
+    Checked column-wise (pandas); the problems come out in row order and, within a row, in
+    the order of the checks, followed by the file-level ones."""
+    with paused_gc():
+        return _parse_results(data, file, mapping, manifest, pinned_condition)
+
+
+def _parse_results(data, file, mapping, manifest, pinned_condition):
+    import numpy as np
+    import pandas as pd
+
+    table = read_table(data, file, mapping)
+    frame = table.frame
+    found: list = []
+
+    def bad(row: int, order: int, field: str, message: str, expected=None, value=None):
+        found.append(
+            (
+                row,
+                order,
+                Problem(message, file=file, row=row, field=field, expected=expected, found=value),
+            )
         )
 
-    for row, number in zip(table.rows, table.row_numbers, strict=True):
-        tid = row["task_id"]
-        if tid in first_row:
-            bad(number, "task_id", f"duplicate task_id (first at row {first_row[tid]})", found=tid)
-            continue
-        first_row[tid] = number
-        task = manifest.get(tid)
-        if task is None:
-            bad(number, "task_id", "unknown task_id (not in MANIFEST)", found=tid)
-            continue
-        for field in ("source_id", "target_declaration"):
-            if row[field] != task[field]:
+    def text(field: str) -> list[str]:
+        return rows[field].to_numpy().tolist()
+
+    # task ids: each once, each in the MANIFEST (a repeat is reported as such, not as unknown)
+    task_ids = frame["task_id"].to_numpy().tolist()
+    tasks = list(map(manifest.get, task_ids))
+    repeats = first_rows(frame["task_id"])
+    valid = np.ones(len(task_ids), dtype=bool)
+    for i, first in repeats:
+        valid[i] = False
+        bad(i + 2, 0, "task_id", f"duplicate task_id (first at row {first})", value=task_ids[i])
+    if None in tasks:
+        for i, task in enumerate(tasks):
+            if task is None and valid[i]:
+                valid[i] = False
+                bad(i + 2, 0, "task_id", "unknown task_id (not in MANIFEST)", value=task_ids[i])
+    if valid.all():
+        rows = frame
+    else:
+        rows = frame[valid]
+        tasks = [task for task, keep in zip(tasks, valid.tolist(), strict=True) if keep]
+    numbers = rows.index.tolist()
+
+    # the MANIFEST's own columns, unchanged
+    source_ids = [t["source_id"] for t in tasks]
+    n = [t["n_obligations"] for t in tasks]
+    as_text = {value: str(value) for value in set(n)}
+    expected = {
+        "source_id": source_ids,
+        "target_declaration": [t["target_declaration"] for t in tasks],
+        "n_obligations": list(map(as_text.__getitem__, n)),
+    }
+    for order, field in enumerate(expected, start=1):
+        actual = text(field)
+        if actual != expected[field]:
+            for i, (want, got) in enumerate(zip(expected[field], actual, strict=True)):
+                if want != got:
+                    want = n[i] if field == "n_obligations" else want
+                    bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
+
+    # the model's outcome: success, obligations, cost, stop reason, finish time
+    success_text = text("success")
+    success = list(map(BOOLEANS.get, success_text))
+    if None in success:
+        for i, won in enumerate(success):
+            if won is None:
+                bad(numbers[i], 4, "success", "not a boolean", "true or false", success_text[i])
+    accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
+    cost = cost_column(rows["cost_usd"], found, 6, file=file)
+    stop = text("stop_reason")
+    empty = per_distinct(stop, lambda reason: not reason.strip())
+    solved = per_distinct(stop, lambda reason: reason == "solved")
+    won_all = [won is True for won in success]
+    if True in empty or solved != won_all or None in success or None in accepted:
+        for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
+            if empty[i]:
+                bad(numbers[i], 7, "stop_reason", "empty value", "e.g. solved, gave_up")
+            if won is not None and won != solved[i]:
                 bad(
-                    number,
-                    field,
-                    "differs from the MANIFEST row",
-                    expected=task[field],
-                    found=row[field],
-                )
-        if row["n_obligations"] != str(task["n_obligations"]):
-            bad(
-                number,
-                "n_obligations",
-                "differs from the MANIFEST row",
-                expected=task["n_obligations"],
-                found=row["n_obligations"],
-            )
-        n = task["n_obligations"]
-        success = {"true": True, "false": False}.get(row["success"])
-        if success is None:
-            bad(number, "success", "not a boolean", expected="true or false", found=row["success"])
-        accepted = cost = None
-        try:
-            accepted = parse_int(
-                row["obligations_accepted"],
-                file=file,
-                row=number,
-                field="obligations_accepted",
-                maximum=n,
-            )
-        except AfbenchError as exc:
-            problems.extend(exc.problems)
-        try:
-            cost = parse_cost(row["cost_usd"], file=file, row=number, field="cost_usd")
-        except AfbenchError as exc:
-            problems.extend(exc.problems)
-        stop = row["stop_reason"]
-        if not stop.strip():
-            bad(number, "stop_reason", "empty value", expected="e.g. solved, gave_up")
-        if success is not None:
-            if success != (stop == "solved"):
-                bad(
-                    number,
+                    numbers[i],
+                    8,
                     "stop_reason",
                     "success must hold if and only if stop_reason is 'solved'",
-                    expected="solved" if success else "not solved",
-                    found=stop,
+                    "solved" if won else "not solved",
+                    reason,
                 )
-            if success and accepted is not None and accepted != n:
+            if won and got is not None and got != total:
                 bad(
-                    number,
+                    numbers[i],
+                    9,
                     "obligations_accepted",
                     "a success needs every obligation accepted",
-                    expected=n,
-                    found=accepted,
+                    total,
+                    got,
                 )
-        try:
-            finished = _parse_finished(row["finished_at"])
-        except ValueError:
-            finished = None
+    else:  # every row is a clean true/false, so only a short success is left to find
+        for i in np.flatnonzero(
+            np.array(won_all, dtype=bool) & (np.array(accepted) != np.array(n))
+        ).tolist():
             bad(
-                number,
-                "finished_at",
-                "not an ISO-8601 date or datetime",
-                expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                found=row["finished_at"],
+                numbers[i],
+                9,
+                "obligations_accepted",
+                "a success needs every obligation accepted",
+                n[i],
+                accepted[i],
             )
-        for field in CONSTANT_FIELDS:
-            seen_values[field].append((row[field], number))
-        records.append(
-            {
-                "task_id": tid,
-                "source_id": task["source_id"],
-                "success": success,
-                "n_obligations": n,
-                "obligations_accepted": accepted,
-                "cost_usd": cost,
-                "stop_reason": stop,
-                "finished_at": finished,
-            }
-        )
-    missing = [tid for tid in manifest if tid not in first_row]
-    if missing:
-        problems.append(
+    finished = _finished_column(rows["finished_at"], found, 10, file)
+
+    # file-level: every MANIFEST task present, the constant columns constant
+    after = []
+    if len(numbers) != len(manifest):
+        present = set(task_ids)
+        missing = [tid for tid in manifest if tid not in present]
+        after.append(
             Problem(
                 f"{len(missing)} MANIFEST task(s) missing: "
                 f"{', '.join(missing[:20])}{' ...' if len(missing) > 20 else ''}",
@@ -164,22 +224,27 @@ def parse_results(
             )
         )
     constants = {}
-    for field, values in seen_values.items():
-        if not values:
+    for field in CONSTANT_FIELDS if numbers else ():
+        values = text(field)
+        if values.count(values[0]) == len(values):
+            constants[field] = values[0]
             continue
-        counts = Counter(value for value, _ in values)
-        constants[field] = counts.most_common(1)[0][0]
-        for value, number in values:
-            if value != constants[field]:
-                bad(
-                    number,
-                    field,
+        codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
+        common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
+        constants[field] = uniques[common]
+        for i in np.flatnonzero(codes != common).tolist():
+            after.append(
+                Problem(
                     "must be constant within the file (most rows differ)",
+                    file=file,
+                    row=numbers[i],
+                    field=field,
                     expected=constants[field],
-                    found=value,
+                    found=values[i],
                 )
+            )
     if constants.get("source_condition", pinned_condition) != pinned_condition:
-        problems.append(
+        after.append(
             Problem(
                 "file's source condition differs from its pinned condition",
                 file=file,
@@ -188,7 +253,22 @@ def parse_results(
                 found=constants["source_condition"],
             )
         )
-    raise_if(problems)
+    raise_found(found, after)
+    records = [
+        {
+            "task_id": task_id,
+            "source_id": source_id,
+            "success": won,
+            "n_obligations": total,
+            "obligations_accepted": got,
+            "cost_usd": usd,
+            "stop_reason": reason,
+            "finished_at": when,
+        }
+        for task_id, source_id, won, total, got, usd, reason, when in zip(
+            text("task_id"), source_ids, success, n, accepted, cost, stop, finished, strict=True
+        )
+    ]
     return records, constants, table.extra_columns
 
 

@@ -58,15 +58,52 @@ HARBOR_AGENTS = frozenset(
     }
 )
 MODEL_FREE_AGENTS = frozenset({"nop", "oracle"})
-MODEL = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*/[A-Za-z0-9_.:@/+-]+$")
+MODEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*/[A-Za-z0-9_.:@/+-]+")  # fullmatch only
+# Harbor 0.22.0's EnvironmentType values (harbor/models/environment_type.py in its wheel); any
+# other `-e` value Harbor takes is a custom environment's import path, module.path:ClassName.
+HARBOR_ENVIRONMENT_TYPES = frozenset(
+    {
+        "docker",
+        "daytona",
+        "e2b",
+        "modal",
+        "runloop",
+        "langsmith",
+        "ec2",
+        "gke",
+        "ack",
+        "openshift",
+        "novita",
+        "apple-container",
+        "singularity",
+        "islo",
+        "tensorlake",
+        "cwsandbox",
+        "wandb",
+        "use-computer",
+        "cua-cloud",
+        "blaxel",
+        "opensandbox",
+        "beam",
+        "skypilot",
+        "hf-sandbox",
+        "hyperbrowser",
+        "vercel",
+    }
+)
+IMPORT_PATH = re.compile(
+    r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
+)
 EXPORTER = "harbor/export.py"
 AGENT_TIMEOUT_S, VERIFIER_TIMEOUT_S = 86_400, 6_000
 TRAPS = [
     "-m is ignored by harbor without -a: the plan always passes -a",
     "a -p directory that is not a valid task is silently treated as a dataset: run the "
     "exporter's --check first and make sure the task directory exists",
-    "reusing a --job-name resumes the old job: every job name here is unique to its "
-    "(selection, agent, model, task); delete the old job directory before running a plan twice",
+    "reusing a --job-name with the same -o and flags resumes that job: a trial with a "
+    "result.json is kept and never rerun (an errored one too: delete its trial folder to retry "
+    "it); changed flags or task contents make harbor refuse to resume. Job names here are "
+    "unique to (selection, agent, model, task); `afbench execute` adds an attempt suffix",
 ]
 
 
@@ -90,13 +127,28 @@ def check_agent(agent: str, model: str | None) -> None:
             field="model",
             expected="provider/model, e.g. anthropic/claude-opus-4-1",
         )
-    if not MODEL.match(model):
+    if not isinstance(model, str) or not MODEL.fullmatch(model):
         raise AfbenchError(
             "model is not of the form provider/model",
             field="model",
             expected="provider/model, e.g. anthropic/claude-opus-4-1",
             found=model,
         )
+
+
+def check_environment_type(value: object) -> str:
+    """The `-e` value of `harbor run`: a Harbor 0.22.0 environment type or a custom environment's
+    import path (the config schema's rule), so nothing else (e.g. `--help`) reaches the argv."""
+    if isinstance(value, str) and (
+        value in HARBOR_ENVIRONMENT_TYPES or (len(value) <= 500 and IMPORT_PATH.fullmatch(value))
+    ):
+        return value
+    raise AfbenchError(
+        "not a Harbor 0.22.0 environment type",
+        field="plans.environment_type",
+        expected=f"one of {sorted(HARBOR_ENVIRONMENT_TYPES)}, or module.path:ClassName",
+        found=value if isinstance(value, str) else repr(value),
+    )
 
 
 def check_repository(repository_dir: str | None, revision: str) -> Path:
@@ -178,6 +230,7 @@ def build_plan(
             found=", ".join(unknown[:20]),
         )
     check_agent(agent, model)
+    environment_type = check_environment_type(environment_type)
     repo = check_repository(repository_dir, release["revision"])
     tasks_path = Path(tasks_dir)
     tasks_path = tasks_path if tasks_path.is_absolute() else repo / tasks_path

@@ -6,12 +6,14 @@ and what its bytes must hash to; every read of a release file is checked against
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from . import license_note
 from .errors import AfbenchError
-from .fsutil import sha256_bytes
+from .fsutil import read_regular_file, sha256_bytes
 
+MAX_RELEASE_FILE_BYTES = 10_000_000_000  # the schema's largest source.max_bytes
 IDENTITY_KEYS = (
     "name",
     "repository",
@@ -43,16 +45,10 @@ def license_of(release: dict) -> str:
 def read_verified(path: Path | str, sha256: str, what: str = "release file") -> bytes:
     """The bytes of a fetched file, re-hashed at read time against the pin it was fetched by."""
     path = Path(path)
-    if path.is_symlink():
-        raise AfbenchError(f"{what} is a symbolic link; refusing it", file=str(path))
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise AfbenchError(
-            f"{what} not fetched yet (run `afbench fetch`)", file=str(path)
-        ) from None
-    except IsADirectoryError:
-        raise AfbenchError(f"{what} is a directory", file=str(path)) from None
+    if not os.path.lexists(path):
+        raise AfbenchError(f"{what} not fetched yet (run `afbench fetch`)", file=str(path))
+    # a symbolic link, FIFO, device or folder is refused without being read
+    data = read_regular_file(path, what, MAX_RELEASE_FILE_BYTES)
     actual = sha256_bytes(data)
     if actual != sha256:
         raise AfbenchError(

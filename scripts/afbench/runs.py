@@ -12,10 +12,10 @@ import json
 import math
 import os
 import re
-import stat
 import sys
 from pathlib import Path
 
+from . import fsutil
 from .budget import budget_audit
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import check_name, parse_json_bytes
@@ -112,75 +112,14 @@ _SECTIONS = ("agent", "environment", "verifier")
 # ----------------------------------------------------------------------------- safe reading
 
 
-def _file_kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (named pipe)"
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a regular file"
-
-
 def read_regular_file(
     path: Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES, required: bool = True
 ) -> bytes | None:
-    """The bytes of a regular file, read without following a link, without blocking (a FIFO or
-    device is refused from its stat, and the file is opened with O_NONBLOCK | O_NOFOLLOW) and
-    with at most `max_bytes` read. None for an absent file when not `required`."""
-    path = Path(path)
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        if required:
-            raise AfbenchError(f"{what} not found", file=str(path)) from None
+    """fsutil.read_regular_file (regular files only, never blocking, capped); None for an
+    absent file when not `required`."""
+    if not required and not os.path.lexists(path):
         return None
-    except OSError as exc:
-        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
-    if not stat.S_ISREG(info.st_mode):
-        raise AfbenchError(
-            f"{what} is {_file_kind(info.st_mode)}; refusing it",
-            file=str(path),
-            expected="a regular file",
-        )
-    if info.st_size > max_bytes:
-        raise AfbenchError(
-            f"{what} is too large", file=str(path), expected=f"at most {max_bytes} bytes"
-        )
-    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
-    try:
-        opened = os.fstat(fd)
-        if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (
-            info.st_dev,
-            info.st_ino,
-        ):
-            raise AfbenchError(f"{what} changed while being read; refusing it", file=str(path))
-        chunks, size = [], 0
-        while size <= max_bytes:
-            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    except OSError as exc:
-        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=str(path)) from None
-    finally:
-        os.close(fd)
-    if size > max_bytes:
-        raise AfbenchError(
-            f"{what} is too large", file=str(path), expected=f"at most {max_bytes} bytes"
-        )
-    return b"".join(chunks)
+    return fsutil.read_regular_file(Path(path), what, max_bytes)
 
 
 def _list_dir(folder: Path, what: str) -> list[os.DirEntry]:
@@ -795,7 +734,7 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         if entry.is_dir(follow_symlinks=False):
             trials.append(Path(entry.path))
         elif not entry.is_file(follow_symlinks=False):
-            kind = _file_kind(entry.stat(follow_symlinks=False).st_mode)
+            kind = fsutil.file_kind(entry.stat(follow_symlinks=False).st_mode)
             raise AfbenchError(
                 f"neither a trial folder nor a job file ({kind}); refusing it", file=entry.path
             )
