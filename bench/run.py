@@ -48,6 +48,64 @@ MEASURE = (
 )
 
 
+# Snakemake's no-op, in phases: each function's time (the outermost call of each), in-process.
+PHASES = """
+import json, sys, time
+started = time.perf_counter()
+import snakemake.cli, snakemake.common.configfile as configfile, snakemake.utils
+from snakemake.workflow import Workflow
+imported = time.perf_counter()
+spent = {}
+
+def timed(owner, name, label):
+    real, depth = getattr(owner, name), [0]
+    def wrapper(*args, **kwargs):
+        depth[0] += 1
+        start = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                spent[label] = spent.get(label, 0) + time.perf_counter() - start
+    setattr(owner, name, wrapper)
+
+timed(snakemake.cli, "parse_args", "arguments and profile")
+include = Workflow.include
+
+def include_with_workflow(self, *args, **kwargs):
+    # validate() finds the workflow in its caller's globals: the wrapper's are these
+    globals()["workflow"] = self
+    return include(self, *args, **kwargs)
+
+Workflow.include = include_with_workflow
+timed(Workflow, "include", "Snakefile and rule files (parse, run, validate)")
+timed(snakemake.utils, "validate", "config validation (of which)")
+timed(Workflow, "_build_dag", "DAG (jobs, params, metadata checks)")
+timed(Workflow, "execute", "execute (DAG included)")
+loader = configfile._load_configfile
+timed(configfile, "_load_configfile", "YAML/JSON files read by Snakemake")
+snakemake.utils._load_configfile = configfile._load_configfile
+sys.argv = ["snakemake", *sys.argv[1:]]
+try:
+    snakemake.cli.main()
+except SystemExit:
+    pass
+spent["Snakemake's imports"] = imported - started
+spent["in main() in all"] = time.perf_counter() - imported
+print(json.dumps(spent))
+"""
+
+
+def phases(cmd: list[str], cwd: Path, n: int = 3) -> dict[str, float]:
+    """Median seconds per phase of a Snakemake run (PHASES)."""
+    runs = []
+    for _ in range(n):
+        out = run([sys.executable, "-c", PHASES, *cmd], cwd).stdout.strip().splitlines()[-1]
+        runs.append(json.loads(out))
+    return {key: statistics.median(r.get(key, 0.0) for r in runs) for key in runs[0]}
+
+
 class Run:
     """One command's wall seconds, CPU seconds (user + system, children included) and peak
     resident MiB (its largest process)."""
@@ -56,14 +114,14 @@ class Run:
         self.seconds, self.cpu, self.mib = seconds, cpu, mib
 
 
-def measure(cmd: list[str], cwd: Path) -> Run:
+def measure(cmd: list[str], cwd: Path, env: dict | None = None) -> Run:
     """One command in a fresh process."""
     out = subprocess.run(
         [sys.executable, "-c", MEASURE, str(cwd), *map(str, cmd)],
         capture_output=True,
         text=True,
         check=True,
-        env=ENV,
+        env=env or ENV,
     )
     seconds, rss_kib, cpu, code = out.stdout.split()
     if code != "0":
@@ -79,15 +137,33 @@ def medians(runs: list[Run]) -> Run:
     )
 
 
-def side_by_side(n: int, sides: dict[str, tuple[list[str], Path, object]]) -> dict[str, Run]:
-    """`n` rounds; in each, every side runs once (after its `before`), in turn."""
+def side_by_side(n: int, sides: dict[str, tuple]) -> dict[str, Run]:
+    """`n` rounds; in each, every side (command, folder, before[, environment]) runs once,
+    after its `before`, in turn."""
     runs: dict[str, list[Run]] = {name: [] for name in sides}
     for _ in range(n):
-        for name, (cmd, cwd, before) in sides.items():
+        for name, (cmd, cwd, before, *env) in sides.items():
             if before:
                 before()
-            runs[name].append(measure(cmd, cwd))
+            runs[name].append(measure(cmd, cwd, *env))
     return {name: medians(r) for name, r in runs.items()}
+
+
+PACKAGE = REPO / "scripts" / "afbench"
+
+
+def byte_compile() -> None:
+    """The package's bytecode, as `pip install` writes it for an installed package and as
+    Python writes it on a first run (unless PYTHONDONTWRITEBYTECODE is set: an editable
+    install under that setting compiles every module in every job)."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(PACKAGE)], check=True)
+
+
+def no_bytecode() -> None:
+    shutil.rmtree(PACKAGE / "__pycache__", ignore_errors=True)
+
+
+NO_BYTECODE = {**ENV, "PYTHONDONTWRITEBYTECODE": "1"}
 
 
 def run(cmd: list, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -223,12 +299,16 @@ def official_size(notes: dict) -> None:
     notes["floor_rules"] = noop_workflow(floor)
     tiny = one_rule_workflow()
     section = "official size"
+    python = [sys.executable, "-c"]
     ref = side_by_side(
         5,
         {
             "version": ([SNAKEMAKE, "--version"], real, None),
             "one_rule": ([SNAKEMAKE, "--cores", "1"], tiny, None),
+            "python": ([*python, "pass"], real, None),
             "help": ([AFBENCH, "--help"], real, None),
+            "pandas": ([*python, "import pandas"], real, None),
+            "matplotlib": ([*python, "import matplotlib.figure"], real, None),
         },
     )
     row(section, "snakemake --version", ref["version"].seconds, "reference")
@@ -239,22 +319,44 @@ def official_size(notes: dict) -> None:
         "reference",
         f"CPU {ref['one_rule'].cpu:.2f} s",
     )
+    row(section, "python -c pass (the venv's interpreter start-up)", ref["python"].seconds)
     row(section, "afbench --help", ref["help"].seconds, "< 0.3 s", _ok(ref["help"].seconds < 0.3))
+    for name, what in (("pandas", "import pandas"), ("matplotlib", "import matplotlib.figure")):
+        r = ref[name]
+        row(section, f"python -c '{what}'", r.seconds, "reference", f"CPU {r.cpu:.2f} s")
+    notes["reference"] = ref
+
+    def cold_real(compiled: bool):
+        def before():
+            clean(real)()
+            byte_compile() if compiled else no_bytecode()
+
+        return before
+
     cold = side_by_side(
         3,
         {
             "floor": ([SNAKEMAKE], floor, clean(floor)),
-            "real": ([SNAKEMAKE], real, clean(real)),
+            "floor_ilp": ([SNAKEMAKE, "--scheduler", "ilp"], floor, clean(floor)),
+            "uncompiled": ([SNAKEMAKE], real, cold_real(False), NO_BYTECODE),
+            "real": ([SNAKEMAKE], real, cold_real(True)),
         },
     )
     f, c = cold["floor"], cold["real"]
     notes["cold"], notes["floor"] = c, f
     row(
         section,
-        f"orchestration floor (cold, same DAG, {notes['floor_rules']} no-op commands)",
+        "orchestration floor (cold, same DAG, every job's command a no-op)",
         f.seconds,
         "reference",
         f"CPU {f.cpu:.2f} s",
+    )
+    row(
+        section,
+        "orchestration floor with Snakemake's default ILP scheduler",
+        cold["floor_ilp"].seconds,
+        "reference",
+        f"CPU {cold['floor_ilp'].cpu:.2f} s",
     )
     row(
         section,
@@ -263,6 +365,14 @@ def official_size(notes: dict) -> None:
         f"<= 1.5 x floor ({1.5 * f.seconds:.2f} s)",
         _ok(c.seconds <= 1.5 * f.seconds)
         + f" ratio {c.seconds / f.seconds:.2f} (CPU {c.cpu:.2f} s, ratio {c.cpu / f.cpu:.2f})",
+    )
+    u = cold["uncompiled"]
+    row(
+        section,
+        "cold full run, package not byte-compiled (PYTHONDONTWRITEBYTECODE=1)",
+        u.seconds,
+        "reference",
+        f"ratio {u.seconds / f.seconds:.2f} (CPU {u.cpu:.2f} s)",
     )
     manifest = artifact_manifest(real)
     notes["artifacts"] = {a["path"]: a["sha256"] for a in manifest["artifacts"]}
@@ -283,6 +393,10 @@ def official_size(notes: dict) -> None:
         + f" +{n.seconds - o.seconds:.2f} s (CPU +{n.cpu - o.cpu:.2f} s)",
     )
     notes["noop"], notes["one_rule"] = n, o
+    notes["phases"] = {
+        "ours": phases([], real),
+        "one_rule": phases(["--cores", "1"], tiny),
+    }
 
     overlay = real / "change.yaml"
     limits = iter(range(1, 100))
@@ -608,30 +722,50 @@ def environment() -> str:
 
 def explain(notes: dict) -> str:
     c, f, n, o = notes["cold"], notes["floor"], notes["noop"], notes["one_rule"]
+    ref = notes["reference"]
     lines = [
         "## Where the time goes",
         "",
-        f"- Cold run {c.seconds:.2f} s vs floor {f.seconds:.2f} s: the {c.seconds - f.seconds:.2f} "
-        f"s between them is the jobs' own work (CPU {c.cpu:.2f} s vs {f.cpu:.2f} s). One cold "
-        "run with a timing shim in front of `afbench` (the shim itself adds a `sh` and two "
-        "`date` per call), per command:",
+        f"### Cold run ({c.seconds:.2f} s) against the floor ({f.seconds:.2f} s)",
         "",
-        "| command | calls | seconds (sum) | seconds per call |",
+        f"The {c.seconds - f.seconds:.2f} s between them is the jobs' own work: CPU "
+        f"{c.cpu:.2f} s against {f.cpu:.2f} s on 2 cores. Every job is a fresh `afbench` "
+        f"process: the interpreter starts in {ref['python'].cpu * 1000:.0f} ms of CPU, "
+        f"`afbench --help` takes {ref['help'].cpu * 1000:.0f} ms; a job that reads a CSV imports "
+        f"pandas ({ref['pandas'].cpu:.2f} s of CPU), the report job matplotlib "
+        f"({ref['matplotlib'].cpu:.2f} s). One cold run with a timing shim in front of "
+        "`afbench` (the shim adds a `sh` and two `date` calls to each job), per command:",
+        "",
+        "| command | jobs | seconds (sum) | seconds per job |",
         "|---|---:|---:|---:|",
     ]
     for command, (calls, seconds) in sorted(
         notes["breakdown"].items(), key=lambda item: -item[1][1]
     ):
         lines.append(f"| {command} | {calls} | {seconds:.2f} | {seconds / calls:.3f} |")
+    ours, theirs = notes["phases"]["ours"], notes["phases"]["one_rule"]
     lines += [
         "",
-        f"- No-op rerun {n.seconds:.2f} s vs the one-rule workflow's {o.seconds:.2f} s "
-        f"(CPU {n.cpu:.2f} s vs {o.cpu:.2f} s).",
-        f"- Import at the top scale: {notes['import_top'].seconds:.1f} s for the per-model "
-        f"imports and the comparison ({notes['import_one_model']:.2f} s per model, compare "
-        f"{notes['compare_top']:.2f} s), peak {notes['import_top'].mib:.0f} MiB; the seed's "
-        f"one-process `import-results`: {notes['import_results_top'].seconds:.1f} s, "
-        f"{notes['import_results_top'].mib:.0f} MiB.",
+        f"### No-op rerun ({n.seconds:.2f} s) against the one-rule workflow ({o.seconds:.2f} s)",
+        "",
+        f"CPU {n.cpu:.2f} s against {o.cpu:.2f} s. Inside Snakemake's process (median of 3 "
+        "in-process runs, each phase's outermost call timed):",
+        "",
+        "| phase | this workflow (s) | one-rule workflow (s) | difference (s) |",
+        "|---|---:|---:|---:|",
+    ]
+    for phase in ours:
+        a, b = ours[phase], theirs.get(phase, 0.0)
+        lines.append(f"| {phase} | {a:.3f} | {b:.3f} | {a - b:+.3f} |")
+    top, seed = notes["import_top"], notes["import_results_top"]
+    lines += [
+        "",
+        "### Import at the top scale (34,100 tasks x 45 models)",
+        "",
+        f"{top.seconds:.1f} s for the 45 `import-model` processes and the comparison, one after "
+        f"the other ({notes['import_one_model']:.2f} s per model, compare "
+        f"{notes['compare_top']:.2f} s), peak {top.mib:.0f} MiB; the seed's one-process "
+        f"`import-results`: {seed.seconds:.1f} s, {seed.mib:.0f} MiB.",
         "",
     ]
     return "\n".join(lines)
@@ -641,6 +775,7 @@ def main() -> None:
     notes: dict = {}
     started = time.perf_counter()
     WORK.mkdir(parents=True, exist_ok=True)
+    byte_compile()
     official_size(notes)
     growth(notes)
     harbor()

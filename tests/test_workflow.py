@@ -28,8 +28,11 @@ ARTIFACT_PATHS = re.compile(
 
 def test_no_artifact_path_is_spelled_outside_the_workflow():
     offenders = []
+    work = REPO / "bench" / "work"  # `make bench`'s git-ignored copies of the workflow
     for folder in ("scripts", "bench", "config"):
         for path in (REPO / folder).rglob("*"):
+            if path.is_relative_to(work):
+                continue
             if path.is_file() and path.suffix in (".py", ".yaml", ".yml", ".smk"):
                 for number, line in enumerate(path.read_text().splitlines(), start=1):
                     if ARTIFACT_PATHS.search(line):
