@@ -96,8 +96,8 @@ def test_duplicate_columns_are_named_and_a_huge_header_is_quoted_short():
     with pytest.raises(AfbenchError) as err:
         parse_manifest(data + b"\n", "M", prop.MANIFEST_MAP)
     message = str(err.value)
-    assert message.startswith(f"M: row 1: field '{'a' * 5000}': duplicate column in header")
-    assert message.endswith('... (993 columns)")') and len(message) < 5_000 + 2_100
+    assert message.startswith("M: row 1: field 'aaaa") and "duplicate column in header" in message
+    assert len(message) < 2_100  # the header and the field name both quoted short
 
 
 @pytest.mark.parametrize("quoted", [False, True])

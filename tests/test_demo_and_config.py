@@ -136,7 +136,7 @@ def test_the_rules_conda_environment_pins_the_same_runtime_versions():
     env = yaml.safe_load((REPO / "workflow/envs/afbench.yaml").read_text())["dependencies"]
     conda = dict(d.split("=") for d in env if isinstance(d, str) and "=" in d)
     assert conda.pop("python") == "3.11"
-    assert all(pins[name.lower()] == version for name, version in conda.items())
+    assert {k.lower(): v for k, v in conda.items()} == pins  # every runtime pin, no other
     assert "pip" in env  # the post-deploy script installs this checkout's afbench with it
     deploy = (REPO / "workflow/envs/afbench.post-deploy.sh").read_text()
     assert 'pip install --no-deps --no-build-isolation "$(dirname "$0")/../.."' in deploy

@@ -185,9 +185,12 @@ def test_a_config_that_is_not_a_regular_file_is_refused_without_blocking(tmp_pat
     load_refused(fifo, "FIFO")
     load_refused(Path("/dev/zero"), "character device")
     load_refused(tmp_path, "a folder")
-    link = tmp_path / "link.yaml"
+    link = tmp_path / "link.yaml"  # a link to a regular file is read (config/config.yaml is one)
     link.symlink_to(DEMO)
-    load_refused(link, "symbolic link")
+    assert load_config([link])["release"]["synthetic"] is True
+    to_fifo = tmp_path / "to-fifo.yaml"
+    to_fifo.symlink_to(fifo)
+    load_refused(to_fifo, "FIFO")
 
 
 # 1. config: the schema ---------------------------------------------------------------------

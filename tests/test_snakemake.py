@@ -160,6 +160,12 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
     assert "'main' does not match" in result.stdout + result.stderr
+    # a key written twice: Snakemake's own loader keeps the last; ours refuses it
+    twice = root / "twice.yaml"
+    twice.write_text(f"release:\n  revision: {'d' * 40}\n  revision: {'e' * 40}\n")
+    result = snakemake(root, "--configfile", "config/test.yaml", str(twice), check=False)
+    assert result.returncode != 0
+    assert "duplicate key 'revision', first at line 2" in result.stdout + result.stderr
     assert not (root / "out dir").exists()
     # asking for a model without a pin: refused with how to supply it, nothing fetched
     cfg["release"]["revision"] = "d" * 40

@@ -163,7 +163,18 @@ def _parse_config_text(text: str, file: str) -> object:
 
 
 def _load_yaml_or_json(path: Path) -> dict:
-    data = read_regular_file(Path(path), "config file", MAX_CONFIG_BYTES)
+    # a config file may be a symbolic link (config/config.yaml is one): what it points to must
+    # be a regular file, read like any other
+    path = Path(path)
+    target = path.resolve() if path.is_symlink() else path
+    try:
+        data = read_regular_file(target, "config file", MAX_CONFIG_BYTES)
+    except AfbenchError as error:
+        if target == path:
+            raise
+        raise AfbenchError(
+            f"config file links to {target}: {error.problems[0].message}", file=str(path)
+        ) from None
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -172,6 +183,13 @@ def _load_yaml_or_json(path: Path) -> dict:
     if not isinstance(doc, dict):
         raise AfbenchError("config must be a mapping", file=str(path), found=type(doc).__name__)
     return doc
+
+
+def check_config_files(paths: list[Path]) -> None:
+    """Re-read config files through the strict loader (bounds, duplicate keys, dates): what
+    Snakemake's own loading of --configfile lets through (the last of two keys wins there)."""
+    for path in paths:
+        _load_yaml_or_json(Path(path))
 
 
 def merge(base: dict, update: dict) -> dict:
