@@ -159,3 +159,33 @@ def test_refusals_never_remove_an_earlier_artifact(fetched_config, tmp_path):
         assert result.returncode == 2 and "budget_usd" in result.stderr, budget
         assert "Traceback" not in result.stderr
     assert not (tmp_path / "o.json").exists()
+
+
+def test_a_partial_column_mapping_keeps_the_other_columns(fetched_config, tmp_path):
+    from conftest import catalog_of, release_dir, revision_dir
+
+    catalog_of(fetched_config)
+    common = [
+        "import-model",
+        "--catalog",
+        str(revision_dir(fetched_config) / "tasks/catalog.json"),
+        "--receipt",
+        str(release_dir(fetched_config) / "receipt.json"),
+        "--results",
+        str(release_dir(fetched_config) / "results/demo-model-a.csv"),
+        "--model",
+        "demo-model-a",
+        "--display-name",
+        "A",
+        "--pinned-condition",
+        "source-present",
+        "--source-condition",
+        "source-present",
+        "--budget-usd",
+        "200",
+    ]
+    result = cli(*common, "--column", "task_id=task_id", "--output", str(tmp_path / "a.json"))
+    assert result.returncode == 0, result.stderr
+    result = cli(*common, "--column", "nope=x", "--output", str(tmp_path / "b.json"))
+    assert result.returncode == 2 and "not a field of this file" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "b.json").exists()

@@ -385,10 +385,27 @@ def _verified(paths: list[str]) -> tuple[dict, dict]:
 
 
 # --- tasks and plans ------------------------------------------------------------------------
-def _columns(flags: list[str] | None, settings: Settings, kind: str) -> dict[str, str]:
+def _columns(
+    flags: list[str] | None, settings: Settings, kind: str, flag: str | None = None
+) -> dict[str, str]:
+    """The column mapping: the config's, with FIELD=COLUMN flags over it (a flag may name only
+    some fields; an unknown field is refused)."""
     if flags is None:
         return settings.config["columns"][kind]
-    return pairs(flags, f"--{kind}-column")
+    from .config import default_columns
+
+    flag = flag or f"--{kind}-column"
+    given = pairs(flags, flag)
+    base = settings.config["columns"][kind] if settings.paths else default_columns(kind)
+    unknown = sorted(set(given) - set(base))
+    if unknown:
+        raise AfbenchError(
+            "not a field of this file",
+            field=flag,
+            found=unknown[0],
+            expected=f"one of {sorted(base)}",
+        )
+    return {**base, **given}
 
 
 def _expected_counts(args: Namespace, settings: Settings) -> dict[str, int]:
@@ -531,9 +548,7 @@ def cmd_import_model(args: Namespace) -> None:
         read_record(args.catalog, CATALOG),
         read_entry(entries, slug, Path(args.results)),
         model,
-        pairs(args.column, "--column")
-        if args.column is not None
-        else settings.config["columns"]["results"],
+        _columns(args.column, settings, "results", "--column"),
         get(args.source_condition, "import", "source_condition"),
         _budget(get(args.budget_usd, "import", "budget_usd")),
     )

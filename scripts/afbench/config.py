@@ -185,6 +185,12 @@ def _load_yaml_or_json(path: Path) -> dict:
     return doc
 
 
+def default_columns(kind: str) -> dict[str, str]:
+    """The schema's column mapping for one file kind (our field -> upstream column)."""
+    fields = _schema()["properties"]["columns"]["properties"][kind]["properties"]
+    return {name: spec["default"] for name, spec in fields.items()}
+
+
 def check_config_files(paths: list[Path]) -> None:
     """Re-read config files through the strict loader (bounds, duplicate keys, dates): what
     Snakemake's own loading of --configfile lets through (the last of two keys wins there)."""
