@@ -20,43 +20,23 @@ import yaml
 from hypothesis import strategies as st
 
 from afbench.catalog import parse_manifest, parse_sources
-from afbench.config import MAX_CONFIG_BYTES, MAX_YAML_VALUES, load_config, validate_config
+from afbench.config import (
+    MAX_CONFIG_BYTES,
+    MAX_YAML_VALUES,
+    default_columns,
+    load_config,
+    validate_config,
+)
 from afbench.errors import AfbenchError, printable
 from afbench.fsutil import check_name, json_bytes, read_json_file, read_regular_file, sha256_file
 from afbench.official import parse_results
 from afbench.plan import MODEL, check_environment_type
 from afbench.runs import classify_trial, parse_verdict
 
-MANIFEST_MAP = {
-    k: k
-    for k in (
-        "task_id",
-        "source_id",
-        "source_ref",
-        "target_declaration",
-        "n_obligations",
-        "workspace",
-    )
-}
-SOURCES_MAP = {k: k for k in ("source_id", "title", "authors", "license", "n_tasks")}
-RESULTS_MAP = {
-    k: k
-    for k in (
-        "task_id",
-        "source_id",
-        "target_declaration",
-        "n_obligations",
-        "success",
-        "obligations_accepted",
-        "cost_usd",
-        "stop_reason",
-        "source_condition",
-        "scaffold",
-        "tools",
-        "stopping_policy",
-        "finished_at",
-    )
-}
+# the schema's column mappings (our field names, upstream's the same by default)
+MANIFEST_MAP = default_columns("manifest")
+SOURCES_MAP = default_columns("sources")
+RESULTS_MAP = default_columns("results")
 
 MANIFEST = (
     b"task_id,source_id,source_ref,target_declaration,n_obligations,workspace\n"

@@ -6,6 +6,7 @@ from itertools import combinations
 
 from .errors import AfbenchError, Problem, raise_if
 from .records import ANALYSIS, record
+from .release import stale_imports
 from .stats import (
     holm,
     mcnemar_exact,
@@ -25,20 +26,11 @@ def check_current(
     pin or than the catalog, or a summary that does not come from exactly these imports (an
     older comparison, or one whose newer run was refused)."""
     pins = {entry["path"]: entry["actual_sha256"] for entry in receipt["files"]}
-    problems = []
+    problems = stale_imports(imports, pins)
+    stale = {problem.file for problem in problems}
     for path, imp in imports:
-        model_file = imp["file"]
-        if imp["inputs"].get(model_file) != pins.get(model_file):
-            problems.append(
-                Problem(
-                    f"import of model '{imp['model']}' is older than its pin: import it again",
-                    file=path,
-                    field=f"inputs.{model_file}",
-                    expected=pins.get(model_file),
-                    found=imp["inputs"].get(model_file),
-                )
-            )
-        elif {k: v for k, v in imp["inputs"].items() if k != model_file} != catalog["inputs"]:
+        others = {k: v for k, v in imp["inputs"].items() if k != imp["file"]}
+        if path not in stale and others != catalog["inputs"]:
             problems.append(
                 Problem(
                     f"import of model '{imp['model']}' was checked against another task catalog: "

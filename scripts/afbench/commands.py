@@ -9,7 +9,7 @@ import re
 from argparse import Namespace
 from pathlib import Path
 
-from .errors import AfbenchError
+from .errors import AfbenchError, raise_if
 from .fsutil import (
     atomic_write_bytes,
     check_name,
@@ -145,13 +145,20 @@ def pins_from(args: Namespace, settings: Settings) -> tuple[list[ReleaseFile], l
         pinned.append(
             ReleaseFile(check_name(m["key"], "--pin key"), _kind_of(m["key"]), m["path"], m["sha"])
         )
+    return pinned, skips_from(args.skip)
+
+
+def skips_from(texts: list[str] | None) -> list[ReleaseFile]:
+    """The files config names without a pin, from --skip KEY=PATH flags."""
+    from .config import ReleaseFile
+
     skipped = []
-    for text in args.skip or []:
+    for text in texts or []:
         m = SKIP.fullmatch(text)
         if not m:
             raise AfbenchError("not a file", field="--skip", expected="KEY=PATH", found=text)
         skipped.append(ReleaseFile(m["key"], "results", m["path"], None))
-    return pinned, skipped
+    return skipped
 
 
 def source_from(args: Namespace, settings: Settings) -> tuple[dict, str, str]:
@@ -195,9 +202,13 @@ def source_from(args: Namespace, settings: Settings) -> tuple[dict, str, str]:
 
 
 def release_from(args: Namespace, settings: Settings, repository: str, revision: str) -> dict:
-    get = settings.get
+    """The release identity: from its flags where the command has them, else from config."""
+
+    def get(name: str, key: str) -> object:
+        return settings.get(getattr(args, name, None), "release", key)
+
     images = None
-    if args.image is not None:
+    if getattr(args, "image", None) is not None:
         images = []
         for text in args.image:
             role, sep, rest = text.partition("=")
@@ -207,19 +218,19 @@ def release_from(args: Namespace, settings: Settings, repository: str, revision:
                     "not an image", field="--image", expected="ROLE=REFERENCE@DIGEST", found=text
                 )
             images.append({"role": role, "reference": reference or None, "digest": digest or None})
-    synthetic = args.synthetic
+    synthetic = getattr(args, "synthetic", None)
     return {
-        "name": get(args.release_name, "release", "name"),
+        "name": get("release_name", "name"),
         "repository": repository,
         "revision": revision,
         "synthetic": (synthetic == "true")
         if synthetic is not None
         else settings.config["release"]["synthetic"],
-        "lean": get(args.lean, "release", "lean"),
-        "mathlib": get(args.mathlib, "release", "mathlib"),
-        "harbor": get(args.harbor_version, "release", "harbor"),
+        "lean": get("lean", "lean"),
+        "mathlib": get("mathlib", "mathlib"),
+        "harbor": get("harbor_version", "harbor"),
         "nominal_budget_usd": number(
-            get(args.nominal_budget_usd, "release", "nominal_budget_usd"),
+            get("nominal_budget_usd", "nominal_budget_usd"),
             "nominal_budget_usd",
             exclusive=True,
         ),
@@ -315,26 +326,11 @@ def cmd_fetch(args: Namespace) -> list[str]:
         wanted.append(slug)
     pins = [known[k] for k in dict.fromkeys(wanted)]
     skipped = [f for f in known.values() if not f.sha256]
-    release = release_from(_no_identity_flags(args), settings, repository, revision)
+    release = release_from(args, settings, repository, revision)
     release_dir = Path(args.release_dir)
     receipt = fetch_release(release, source, pins, skipped, release_dir)
     write_json(release_dir / "receipt.json", receipt)
     return warnings
-
-
-def _no_identity_flags(args: Namespace) -> Namespace:
-    blank = dict.fromkeys(
-        (
-            "release_name",
-            "synthetic",
-            "lean",
-            "mathlib",
-            "harbor_version",
-            "nominal_budget_usd",
-            "image",
-        )
-    )
-    return Namespace(**{**vars(args), **{k: getattr(args, k, None) for k in blank}})
 
 
 def cmd_verify(args: Namespace) -> None:
@@ -352,7 +348,7 @@ def cmd_verify(args: Namespace) -> None:
     if args.entry:
         # files config names without a pin come only from --skip here
         records = [read_record(path, VERIFIED_FILE) for path in args.entry]
-        skipped = pins_from(Namespace(pin=[], skip=args.skip), settings)[1]
+        skipped = skips_from(args.skip)
         write_json(Path(_need(args.output, "--output")), combine_receipt(records, skipped))
         return
     source, repository, revision = source_from(args, settings)
@@ -425,14 +421,24 @@ def _expected_counts(args: Namespace, settings: Settings) -> dict[str, int]:
     }
 
 
-def _catalog_from_release(args: Namespace, settings: Settings) -> dict:
+def _release_folder(args: Namespace, settings: Settings) -> tuple[dict, str, dict, dict]:
+    """--release-dir's receipt (read once; its MANIFEST and SOURCES must be config's pins),
+    its path, its verified entries by key and its release."""
+    from .release import collect_verified
+
+    receipt, receipt_path = _receipt_in(Path(args.release_dir))
+    _check_receipt_pins(receipt, receipt_path, settings, ["manifest", "sources"])
+    entries, release = collect_verified([(receipt_path, receipt)])
+    return receipt, receipt_path, entries, release
+
+
+def _catalog_from_release(args: Namespace, settings: Settings, folder: tuple | None = None) -> dict:
+    """The catalog from --release-dir (or its `folder`, already read) or from explicit files."""
     from .catalog import build_catalog
     from .release import license_of, read_entry
 
     if args.release_dir:
-        receipt, receipt_path = _receipt_in(Path(args.release_dir))
-        _check_receipt_pins(receipt, receipt_path, settings, ["manifest", "sources"])
-        entries, release = _verified([receipt_path])
+        _, _, entries, release = folder or _release_folder(args, settings)
         manifest = Path(args.release_dir) / entries["manifest"][0]["path"]
         sources = Path(args.release_dir) / entries["sources"][0]["path"]
     else:
@@ -568,24 +574,15 @@ def cmd_compare(args: Namespace) -> None:
         imp = _totals(read_record(path, MODEL_IMPORT))
         imports.append((path, imp))
     if args.receipt:
-        _check_imports_current(_verified(args.receipt)[0], imports)
+        from .release import stale_imports
+
+        entries, _ = _verified(args.receipt)
+        pins = {entry["path"]: entry["actual_sha256"] for entry, _ in entries.values()}
+        raise_if(stale_imports(imports, pins))
     summary = summarize([imp for _, imp in imports], args.strict_budget)
     leaderboard = [[row[c] for c in LEADERBOARD_COLUMNS] for row in summary["leaderboard"]]
     write_csv(Path(args.leaderboard), LEADERBOARD_COLUMNS, leaderboard)
     write_json(Path(args.summary), summary)
-
-
-def _check_imports_current(entries: dict, imports: list) -> None:
-    pins = {e["path"]: e["actual_sha256"] for e, _ in entries.values()}
-    for path, imp in imports:
-        if imp["inputs"].get(imp["file"]) != pins.get(imp["file"]):
-            raise AfbenchError(
-                f"import of model '{imp['model']}' is older than its pin: import it again",
-                file=path,
-                field=f"inputs.{imp['file']}",
-                expected=pins.get(imp["file"]),
-                found=imp["inputs"].get(imp["file"]),
-            )
 
 
 def cmd_import_results(args: Namespace) -> None:
@@ -597,9 +594,9 @@ def cmd_import_results(args: Namespace) -> None:
     cfg = settings.config
     args.manifest = args.sources = args.receipt = args.expected_counts = None
     args.manifest_column = args.sources_column = None
-    catalog = _catalog_from_release(args, settings)
-    receipt, receipt_path = _receipt_in(Path(args.release_dir))
-    entries, _ = _verified([receipt_path])
+    folder = _release_folder(args, settings)
+    receipt, receipt_path, entries, _ = folder
+    catalog = _catalog_from_release(args, settings, folder)
     if args.all_models:
         slugs = [s for s, spec in cfg["models"].items() if spec["sha256"]]
     else:

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from . import license_note
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import read_regular_file, sha256_bytes
 
 MAX_RELEASE_FILE_BYTES = 10_000_000_000  # the schema's largest source.max_bytes
@@ -95,3 +95,19 @@ def read_entry(
         )
     entry, _ = entries[key]
     return read_verified(path, entry["actual_sha256"]), entry
+
+
+def stale_imports(imports: list[tuple[str, dict]], pins: dict[str, str]) -> list[Problem]:
+    """Model imports (each with its file's path) whose results file is not the one pinned now
+    (`pins`: release path -> SHA-256): their numbers are older than their pin."""
+    return [
+        Problem(
+            f"import of model '{imp['model']}' is older than its pin: import it again",
+            file=path,
+            field=f"inputs.{imp['file']}",
+            expected=pins.get(imp["file"]),
+            found=imp["inputs"].get(imp["file"]),
+        )
+        for path, imp in imports
+        if imp["inputs"].get(imp["file"]) != pins.get(imp["file"])
+    ]
