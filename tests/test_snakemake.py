@@ -174,7 +174,7 @@ def test_bad_config_is_refused_before_anything_runs(mirror_project):
     write_config(root, cfg)
     result = snakemake(root, "--configfile", "config/test.yaml", check=False)
     assert result.returncode != 0
-    assert "supply models.demo-model-b.sha256" in result.stdout + result.stderr
+    assert "Supply the pin as models.demo-model-b.sha256" in result.stdout + result.stderr
     assert not (root / "out dir").exists()
 
 

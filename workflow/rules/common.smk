@@ -5,10 +5,16 @@
 import hashlib
 import json
 import re
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from shlex import quote
 
+from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
+
+from afbench.config import selected_models
+from afbench.errors import AfbenchError
+from afbench.execute import MODEL_FREE_AGENTS
+from afbench.plan import plan_label
 
 # With --use-conda every job runs in this environment; its post-deploy script installs the
 # checkout's afbench, which the rules call. Without it, the active environment's afbench.
@@ -38,32 +44,14 @@ for slug in UNPINNED:
     )
 
 
-def selected_models():
-    wanted = IMPORT["models"] or [s for s in config["models"] if s in FILES]
-    for slug in wanted:
-        if slug not in config["models"]:
-            raise ValueError(
-                f"import.models: unknown model '{slug}' (one of {sorted(config['models'])})"
-            )
-        if slug not in FILES:
-            raise ValueError(
-                f"import.models: model '{slug}' has no SHA-256 pin, so its file cannot be "
-                f"verified; supply models.{slug}.sha256 (64 hex digits) or leave it out"
-            )
-    if len(set(wanted)) != len(wanted):
-        raise ValueError(f"import.models: a model is listed twice: {wanted}")
-    return wanted
-
-
-MODELS = selected_models()
-
-
-def plan_label(item):
-    model = item.get("model")
-    return "__".join([item["agent"], *PurePosixPath(model or "").parts])
-
-
-PLAN_ITEMS = {(item["selection"], plan_label(item)): item for item in config["plans"]["items"]}
+try:
+    MODELS = selected_models(config)  # the same rule as the CLI's (afbench.config)
+except AfbenchError as error:
+    raise WorkflowError(str(error)) from None
+PLAN_ITEMS = {
+    (item["selection"], plan_label(item["agent"], item.get("model"))): item
+    for item in config["plans"]["items"]
+}
 
 
 # --- artifact paths -------------------------------------------------------------------------
@@ -262,8 +250,10 @@ def report_settings_digest():
 
 # --- execution (opt-in) -------------------------------------------------------------------
 EXECUTE = config["execute"]
-MODEL_FREE_AGENTS = ("nop", "oracle")
-EXECUTE_ITEMS = {(item["selection"], plan_label(item)): item for item in EXECUTE["items"]}
+EXECUTE_ITEMS = {
+    (item["selection"], plan_label(item["agent"], item.get("model"))): item
+    for item in EXECUTE["items"]
+}
 EXECUTED_SELECTIONS = sorted({selection for selection, _ in EXECUTE_ITEMS})
 # the upstream per-task timeouts (agent 86,400 s, verifier 6,000 s) and the set-up margin
 TRIAL_RUNTIME_MIN = -(-(86_400 + 6_000 + EXECUTE["setup_margin_s"]) // 60)
