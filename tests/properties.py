@@ -29,8 +29,8 @@ from afbench.config import (
 )
 from afbench.errors import AfbenchError, printable
 from afbench.fsutil import check_name, json_bytes, read_json_file, read_regular_file, sha256_file
+from afbench.harbor import MODEL, check_environment_type
 from afbench.official import parse_results
-from afbench.plan import MODEL, check_environment_type
 from afbench.runs import classify_trial, parse_verdict
 
 # the schema's column mappings (our field names, upstream's the same by default)
@@ -339,7 +339,6 @@ NUMBER_PLACES = [
     ["source", "retries"],
     ["source", "max_bytes"],
     ["selections", "s", "limit"],
-    ["import", "budget_usd"],
     ["runs", "r", "budget_usd"],
     ["report", "confidence"],
     ["execute", "max_cost_usd"],
@@ -478,7 +477,7 @@ def assert_config_sane(config: dict) -> None:
     assert _positive(source["backoff_factor"] + 1) and source["backoff_factor"] >= 0
     assert isinstance(source["retries"], int) and 0 <= source["retries"] <= 10
     assert _positive(source["max_bytes"], integer=True)
-    assert _positive(release["nominal_budget_usd"]) and _positive(config["import"]["budget_usd"])
+    assert _positive(release["nominal_budget_usd"])
     assert all(_positive(v, integer=True) for v in release["expected_counts"].values())
     assert _positive(config["report"]["confidence"], upper=1) and config["report"]["confidence"] < 1
 

@@ -162,6 +162,5 @@ def test_the_table_is_a_frame_of_untouched_strings_numbered_as_in_a_spreadsheet(
     data = b'\xef\xbb\xbfa,b,note\r\n007,NaN,x\r\n,true,"y, z"\r\n'
     table = csvtable.read_table(data, "T", {"first": "a", "second": "b"})
     assert table.header == ["a", "b", "note"] and table.extra_columns == ["note"]
-    assert table.row_numbers == [2, 3]
     assert table.rows == [{"first": "007", "second": "NaN"}, {"first": "", "second": "true"}]
     assert list(table.frame.dtypes) == [object, object]

@@ -30,7 +30,3 @@ def budget_audit(records: list[dict], budget_usd: float, label: str) -> dict:
         "over_budget": over,
         "note": AUDIT_NOTE,
     }
-
-
-def budget_label(budget_usd: float) -> str:
-    return f"budget-{budget_usd:g}"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections import Counter
 
 from .csvtable import (
@@ -16,7 +14,7 @@ from .csvtable import (
     text_column,
 )
 from .errors import AfbenchError, Problem, raise_if
-from .fsutil import check_name
+from .fsutil import canonical_digest, check_name
 from .records import CATALOG, SELECTION, record
 
 CATALOG_NOTE = (
@@ -252,16 +250,9 @@ def select_tasks(
     if limit is not None:
         chosen = chosen[:limit]
     ids = [t["task_id"] for t in chosen]
-    digest = hashlib.sha256(
-        json.dumps(
-            {
-                "revision": catalog["release"]["revision"],
-                "inputs": catalog["inputs"],
-                "task_ids": ids,
-            },
-            sort_keys=True,
-        ).encode()
-    ).hexdigest()
+    digest = canonical_digest(
+        {"revision": catalog["release"]["revision"], "inputs": catalog["inputs"], "task_ids": ids}
+    )
     return record(
         SELECTION,
         note=CATALOG_NOTE,

@@ -49,11 +49,6 @@ class Table(NamedTuple):
     extra_columns: list[str]
 
     @property
-    def row_numbers(self) -> list[int]:
-        """Spreadsheet numbering: the header is row 1 (the frame's index)."""
-        return self.frame.index.tolist()
-
-    @property
     def rows(self) -> list[dict[str, str]]:
         return self.frame.to_dict("records")
 

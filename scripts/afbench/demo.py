@@ -13,7 +13,6 @@ from .fsutil import csv_bytes
 
 SEED = 20261013
 N_TASKS, N_SOURCES, N_OBLIGATIONS = 341, 24, 1155
-NOMINAL_BUDGET = 200.0
 SCAFFOLD, TOOLS, STOPPING = "demo-scaffold-v1", "lean-repl+search", "budget-or-give-up"
 # What the generator makes each model pass: deliberately not the official leaderboard.
 INTENDED_PASS_COUNTS = {

@@ -16,10 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+from . import harbor
 from .errors import AfbenchError
+from .fsutil import canonical_digest
 from .records import TRIAL_RECEIPT, record
-
-MODEL_FREE_AGENTS = ("nop", "oracle")
 
 
 def attempt_job_name(job_name: str, attempt: int) -> str:
@@ -53,13 +53,12 @@ def trial_steps(plan: dict, task_id: str, attempt: int) -> dict:
 
 
 def steps_digest(steps: dict) -> str:
-    canonical = json.dumps({k: steps[k] for k in ("export", "check", "run")}, sort_keys=True)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    return canonical_digest({k: steps[k] for k in ("export", "check", "run")})
 
 
 def check_allowed(plan: dict, allow_model_agents: bool) -> None:
     """Only nop and oracle run without more: any other agent calls a paid model."""
-    if plan["agent"] not in MODEL_FREE_AGENTS and not allow_model_agents:
+    if harbor.calls_a_model(plan["agent"]) and not allow_model_agents:
         raise AfbenchError(
             f"agent '{plan['agent']}' calls a model and spends money: refused without "
             f"--allow-model-agent (execute.allow_model_agents and a ceiling in config)",

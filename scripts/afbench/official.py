@@ -3,7 +3,6 @@ audit, and comparisons refused unless they are like for like."""
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from datetime import date, datetime
 
@@ -18,6 +17,7 @@ from .csvtable import (
     read_table,
 )
 from .errors import AfbenchError, Problem, raise_if
+from .fsutil import canonical_digest
 from .records import MODEL_IMPORT, SUMMARY, record
 
 REPORTED_NOTE = (
@@ -302,6 +302,7 @@ def import_model(
     """One model's results file (verified bytes and receipt entry) checked task by task
     against the catalog."""
     check_request(model, source_condition, budget_usd, catalog["release"]["nominal_budget_usd"])
+    budget_usd = float(budget_usd)
     data, entry = results
     records, constants, extra = parse_results(
         data,
@@ -358,9 +359,7 @@ def summarize_model(catalog, model, records, constants, budget_usd, entry, extra
         },
         "budget_audit": budget_audit(records, budget_usd, model.slug),
         "extra_columns": extra,
-        "task_set_sha256": hashlib.sha256(
-            "\n".join(sorted(r["task_id"] for r in records)).encode()
-        ).hexdigest(),
+        "task_set_sha256": canonical_digest(sorted(r["task_id"] for r in records)),
         "records": records,
     }
 

@@ -2,100 +2,15 @@
 
 from __future__ import annotations
 
-import re
 import subprocess
 from pathlib import Path
 
+from . import harbor
 from .errors import AfbenchError
 from .fsutil import check_name
 from .records import PLAN, record
 
-# `harbor run` is `harbor jobs start`; flags checked against the harbor 0.22.0 wheel's CLI.
-HARBOR_AGENTS = frozenset(
-    {
-        "oracle",
-        "nop",
-        "claude-code",
-        "cline-cli",
-        "cortex-code",
-        "terminus",
-        "terminus-1",
-        "terminus-2",
-        "aider",
-        "codex",
-        "cursor-cli",
-        "gemini-cli",
-        "antigravity-cli",
-        "rovodev-cli",
-        "goose",
-        "grok-build",
-        "hermes",
-        "junie",
-        "mini-swe-agent",
-        "nemo-agent",
-        "swe-agent",
-        "opencode",
-        "openclaw",
-        "openhands",
-        "openhands-sdk",
-        "antigravity-sdk",
-        "kimi-code",
-        "kimi-cli",
-        "langgraph",
-        "deerflow",
-        "mimo",
-        "mcode",
-        "pi",
-        "qwen-coder",
-        "copilot-cli",
-        "devin",
-        "trae-agent",
-        "computer-1",
-        "eve",
-        "fx",
-        "dspy-rlm",
-        "vibe",
-    }
-)
-MODEL_FREE_AGENTS = frozenset({"nop", "oracle"})
-MODEL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*/[A-Za-z0-9_.:@/+-]+")  # fullmatch only
-# Harbor 0.22.0's EnvironmentType values (harbor/models/environment_type.py in its wheel); any
-# other `-e` value Harbor takes is a custom environment's import path, module.path:ClassName.
-HARBOR_ENVIRONMENT_TYPES = frozenset(
-    {
-        "docker",
-        "daytona",
-        "e2b",
-        "modal",
-        "runloop",
-        "langsmith",
-        "ec2",
-        "gke",
-        "ack",
-        "openshift",
-        "novita",
-        "apple-container",
-        "singularity",
-        "islo",
-        "tensorlake",
-        "cwsandbox",
-        "wandb",
-        "use-computer",
-        "cua-cloud",
-        "blaxel",
-        "opensandbox",
-        "beam",
-        "skypilot",
-        "hf-sandbox",
-        "hyperbrowser",
-        "vercel",
-    }
-)
-IMPORT_PATH = re.compile(
-    r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*"
-)
 EXPORTER = "harbor/export.py"
-AGENT_TIMEOUT_S, VERIFIER_TIMEOUT_S = 86_400, 6_000
 TRAPS = [
     "-m is ignored by harbor without -a: the plan always passes -a",
     "a -p directory that is not a valid task is silently treated as a dataset: run the "
@@ -105,50 +20,6 @@ TRAPS = [
     "it); changed flags or task contents make harbor refuse to resume. Job names here are "
     "unique to (selection, agent, model, task); `afbench execute` adds an attempt suffix",
 ]
-
-
-def check_agent(agent: str, model: str | None) -> None:
-    if agent not in HARBOR_AGENTS:
-        raise AfbenchError(
-            "unknown Harbor 0.22.0 agent",
-            field="agent",
-            found=agent,
-            expected=f"one of {sorted(HARBOR_AGENTS)}",
-        )
-    if agent in MODEL_FREE_AGENTS:
-        if model is not None:
-            raise AfbenchError(
-                f"agent '{agent}' calls no model; do not pass a model", field="model", found=model
-            )
-        return
-    if model is None:
-        raise AfbenchError(
-            f"agent '{agent}' needs an explicit model",
-            field="model",
-            expected="provider/model, e.g. anthropic/claude-opus-4-1",
-        )
-    if not isinstance(model, str) or not MODEL.fullmatch(model):
-        raise AfbenchError(
-            "model is not of the form provider/model",
-            field="model",
-            expected="provider/model, e.g. anthropic/claude-opus-4-1",
-            found=model,
-        )
-
-
-def check_environment_type(value: object) -> str:
-    """The `-e` value of `harbor run`: a Harbor 0.22.0 environment type or a custom environment's
-    import path (the config schema's rule), so nothing else (e.g. `--help`) reaches the argv."""
-    if isinstance(value, str) and (
-        value in HARBOR_ENVIRONMENT_TYPES or (len(value) <= 500 and IMPORT_PATH.fullmatch(value))
-    ):
-        return value
-    raise AfbenchError(
-        "not a Harbor 0.22.0 environment type",
-        field="plans.environment_type",
-        expected=f"one of {sorted(HARBOR_ENVIRONMENT_TYPES)}, or module.path:ClassName",
-        found=value if isinstance(value, str) else repr(value),
-    )
 
 
 def check_repository(repository_dir: str | None, revision: str) -> Path:
@@ -210,10 +81,11 @@ def build_plan(
     tasks_dir: str,
     jobs_dir: str,
     environment_type: str,
-    harbor: str = "harbor",
+    harbor_executable: str = "harbor",
 ) -> dict:
     """The plan for one selection and one agent (and model). `tasks_dir` is relative to the
-    checkout unless absolute; `jobs_dir` is made absolute; `harbor` is the executable to run."""
+    checkout unless absolute; `jobs_dir` is made absolute; `harbor_executable` is the harbor
+    to run."""
     release = catalog["release"]
     if selection["release"] != release:
         raise AfbenchError(
@@ -229,8 +101,8 @@ def build_plan(
             field="task_ids",
             found=", ".join(unknown[:20]),
         )
-    check_agent(agent, model)
-    environment_type = check_environment_type(environment_type)
+    harbor.check_agent(agent, model)
+    environment_type = harbor.check_environment_type(environment_type)
     repo = check_repository(repository_dir, release["revision"])
     tasks_path = Path(tasks_dir)
     tasks_path = tasks_path if tasks_path.is_absolute() else repo / tasks_path
@@ -245,7 +117,7 @@ def build_plan(
         job_name = (
             f"afbench-{selection['name']}-{label}-{task_id}-{selection['selection_sha256'][:8]}"
         )
-        run = [harbor, "run", "-p", str(tasks_path / task_id), "-a", agent]
+        run = [harbor_executable, "run", "-p", str(tasks_path / task_id), "-a", agent]
         if model is not None:
             run += ["-m", model]
         run += [
@@ -273,7 +145,7 @@ def build_plan(
                     "cwd": str(repo),
                     "read_only": True,
                 },
-                "run": {"argv": run, "cwd": str(repo), "env": {"HARBOR_TELEMETRY": "0"}},
+                "run": {"argv": run, "cwd": str(repo), "env": dict(harbor.RUN_ENV)},
             }
         )
     images = release["images"]
@@ -296,8 +168,8 @@ def build_plan(
         "repository_dir": str(repo),
         "environment_type": environment_type,
         "timeouts": {
-            "agent_s": AGENT_TIMEOUT_S,
-            "verifier_s": VERIFIER_TIMEOUT_S,
+            "agent_s": harbor.AGENT_TIMEOUT_S,
+            "verifier_s": harbor.VERIFIER_TIMEOUT_S,
             "preserved": "upstream per-task timeouts; the plan passes no timeout "
             "multiplier or override",
         },

@@ -7,18 +7,16 @@ A trial is identified by (trial name, task, job id) and is never counted twice."
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import os
 import re
 import sys
 from pathlib import Path
 
-from . import fsutil
+from . import fsutil, harbor
 from .budget import budget_audit
 from .errors import AfbenchError, Problem, raise_if
-from .fsutil import check_name, parse_json_bytes
+from .fsutil import canonical_digest, canonical_json, check_name, parse_json_bytes
 
 CHECKS = ("target_equivalence", "allowed_axioms", "lean_kernel", "nanoda_replay")
 VERDICT_STATUSES = {"accepted": 1, "rejected": 0, "error": None}
@@ -50,53 +48,6 @@ BOUNDS_RULE = (
 UNVERIFIED_REASON = "verification disabled"
 # The largest JSON input read (a trial's result.json, a job's config.json, a verdict).
 MAX_INPUT_BYTES = 64 * 1024 * 1024
-# Harbor 0.22.0 defaults: the agent when a config names none, the environment when a config
-# gives neither a type nor an import path.
-HARBOR_DEFAULT_AGENT = "oracle"
-HARBOR_DEFAULT_ENVIRONMENT = "docker"
-
-# The settings of a Harbor 0.22.0 TrialConfig that change what the agent can do or how long it
-# may try, with the value Harbor uses when the field is absent or null. Scheduling and
-# book-keeping (n_concurrent, trials_dir, delete, force_build, artifacts) are left out.
-_SETTINGS: dict[str, object] = {
-    "agent.name": None,
-    "agent.import_path": None,
-    "agent.model_name": None,
-    "agent.kwargs": {},
-    "agent.skills": [],
-    "agent.mcp_servers": [],
-    "agent.extra_allowed_hosts": [],
-    "agent.override_timeout_sec": None,
-    "agent.override_setup_timeout_sec": None,
-    "agent.max_timeout_sec": None,
-    "agent.resume_trajectory": False,
-    "agent.load_trajectory": None,
-    "install_only": False,
-    "timeout_multiplier": 1.0,
-    "agent_timeout_multiplier": None,
-    "verifier_timeout_multiplier": None,
-    "agent_setup_timeout_multiplier": None,
-    "environment_build_timeout_multiplier": None,
-    "user_agent": None,
-    "skills": [],
-    "extra_instruction_paths": [],
-    "extra_instructions": [],
-    "environment.type": None,
-    "environment.import_path": None,
-    "environment.kwargs": {},
-    "environment.cpu_enforcement_policy": "auto",
-    "environment.memory_enforcement_policy": "auto",
-    "environment.override_cpus": None,
-    "environment.override_memory_mb": None,
-    "environment.override_storage_mb": None,
-    "environment.override_gpus": None,
-    "environment.override_tpu": None,
-    "environment.mounts": None,
-    "environment.extra_docker_compose": [],
-    "environment.extra_allowed_hosts": [],
-    "verifier.override_timeout_sec": None,
-    "verifier.max_timeout_sec": None,
-}
 # Shown in the configuration label; any other setting that differs from its default adds a
 # digest of those settings to the label.
 _SHOWN = {
@@ -475,10 +426,6 @@ def classify_trial(result: dict, file: str, *, verification_disabled: bool = Fal
     return {"outcome": "error", "reward": None, "reason": "no_reward"}
 
 
-def _canonical(value: object) -> str:
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
 def _normal(value: object) -> object:
     """Numbers compared by value (1 and 1.0 are one setting)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
@@ -503,7 +450,7 @@ def _kind(key: str, default: object) -> str:
 # (section, field, key, default, kind) for each setting, worked out once
 _FIELDS = [
     (*key.rpartition(".")[::2], key, _normal(default), _kind(key, default))
-    for key, default in _SETTINGS.items()
+    for key, default in harbor.TRIAL_SETTINGS.items()
 ]
 
 
@@ -534,9 +481,9 @@ def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
             value = _string(value, file, prefix + key)
         settings[key] = value
     if settings["agent.name"] is None and settings["agent.import_path"] is None:
-        settings["agent.name"] = HARBOR_DEFAULT_AGENT
+        settings["agent.name"] = harbor.DEFAULT_AGENT
     if settings["environment.type"] is None and settings["environment.import_path"] is None:
-        settings["environment.type"] = HARBOR_DEFAULT_ENVIRONMENT
+        settings["environment.type"] = harbor.DEFAULT_ENVIRONMENT
     return settings
 
 
@@ -602,7 +549,7 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
         f"{environment} | timeout x{timeout:g} | n_attempts {n_attempts}"
     )
     if extras:
-        label += " | settings " + hashlib.sha256(_canonical(extras).encode()).hexdigest()[:12]
+        label += " | settings " + canonical_digest(extras)[:12]
     identity = {
         "agent": agent,
         "agent_version": version,
@@ -613,7 +560,7 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
     }
     return {
         "label": label,
-        "key": _canonical(identity),
+        "key": canonical_json(identity),
         "agent": agent,
         "agent_version": version,
         "model": model,
@@ -679,7 +626,7 @@ def _job_trial_config(job: dict, trial: Path) -> dict:
             file=str(trial),
         )
     doc = job["doc"]
-    config = {k: doc[k] for k in _SETTINGS if "." not in k and k in doc}
+    config = {k: doc[k] for k in harbor.TRIAL_SETTINGS if "." not in k and k in doc}
     config["agent"] = agents[0]
     for name in ("environment", "verifier"):
         if name in doc:
@@ -795,7 +742,7 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         # an incomplete trial has no agent_info: take it from the finished trials of this job
         # with the very same settings when they agree on one; otherwise the version is unknown
         infos = {
-            _canonical([c["agent"], c["agent_version"], c["details"]["model_info"]]): c
+            canonical_json([c["agent"], c["agent_version"], c["details"]["model_info"]]): c
             for c in configurations.values()
             if c["details"]["settings"] == settings
         }
