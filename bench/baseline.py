@@ -66,7 +66,7 @@ def main(out: str, config_paths: list[str]) -> None:
             model,
             cfg["columns"]["results"],
             cfg["import"]["source_condition"],
-            cfg["import"]["budget_usd"],
+            cfg["release"]["nominal_budget_usd"],
         )
         write_json(root / f"import-{slug}.json", imp)
         imports.append(compact(imp))

@@ -8,13 +8,11 @@ from __future__ import annotations
 
 import copy
 import functools
-import hashlib
-import json
 from pathlib import Path
 from typing import NamedTuple
 
 from .errors import AfbenchError, Problem, printable
-from .fsutil import read_regular_file
+from .fsutil import canonical_digest, read_regular_file
 
 DATA = Path(__file__).resolve().parent / "data"
 SCHEMA_PATH = DATA / "config.schema.yaml"
@@ -30,6 +28,10 @@ class ReleaseFile(NamedTuple):
     kind: str  # "manifest" | "sources" | "results"
     path: str
     sha256: str | None
+
+    @staticmethod
+    def kind_of(key: str) -> str:
+        return key if key in ("manifest", "sources") else "results"
 
 
 # Bounds checked before a config is built, so no file can make the loader crash, hang or
@@ -355,7 +357,44 @@ def validate_config(data: dict, origin: str = "config") -> dict:
     )
     if errors:
         raise AfbenchError(problems=[_describe(error, origin) for error in errors])
+    check_settings(config, origin)
     return config
+
+
+def check_settings(config: dict, origin: str = "config") -> None:
+    """What the schema cannot say: the environment type is one Harbor 0.22.0 knows (its list
+    lives in afbench.harbor alone). The Snakefile calls this after its own validation."""
+    from .harbor import check_environment_type
+
+    try:
+        check_environment_type(config["plans"]["environment_type"], "plans/environment_type")
+    except AfbenchError as error:
+        raise AfbenchError(problems=[_at(p, origin) for p in error.problems]) from None
+
+
+def _at(problem: Problem, origin: str) -> Problem:
+    problem.file = problem.file or origin
+    return problem
+
+
+# How a file is downloaded, never what it is: these settings reach only the fetch_file job and,
+# by decision, rerun nothing (a timeout cannot change a verified byte).
+TRANSPORT_SETTINGS = (
+    "connect_timeout_s",
+    "read_timeout_s",
+    "total_timeout_s",
+    "retries",
+    "backoff_factor",
+    "max_bytes",
+)
+
+
+def artifact_settings(config: dict) -> dict:
+    """The config without its transport settings: what the artifacts depend on."""
+    return {
+        **config,
+        "source": {k: v for k, v in config["source"].items() if k not in TRANSPORT_SETTINGS},
+    }
 
 
 def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
@@ -370,8 +409,8 @@ def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
 
 
 def config_digest(config: dict) -> str:
-    canonical = json.dumps(config, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return hashlib.sha256(canonical.encode()).hexdigest()
+    """The digest the artifact manifest records: every setting an artifact depends on."""
+    return canonical_digest(artifact_settings(config))
 
 
 def release_files(config: dict) -> list[ReleaseFile]:
@@ -389,10 +428,6 @@ def release_files(config: dict) -> list[ReleaseFile]:
 
 def pinned_files(config: dict) -> list[ReleaseFile]:
     return [f for f in release_files(config) if f.sha256]
-
-
-def unpinned_models(config: dict) -> list[str]:
-    return [slug for slug, spec in config.get("models", {}).items() if not spec["sha256"]]
 
 
 def missing_pin_error(config: dict, slug: str) -> AfbenchError:

@@ -14,6 +14,8 @@ from .fsutil import sha256_bytes
 from .records import DISCOVERY, record
 
 KIND_COLUMNS = ("manifest", "sources", "results")
+# CSV blobs larger than this are not read: a release's CSVs are a few hundred kilobytes
+MAX_CSV_BYTES = 64 * 1024 * 1024
 
 
 def _git(checkout: Path, *args: str) -> bytes:
@@ -175,14 +177,14 @@ def fragment_yaml(fragment: dict, checkout: Path, revision: str) -> bytes:
 
 
 def discover(config: dict, checkout: Path) -> tuple[dict, bytes, list[str], list]:
-    """Compare `config` (its release revision, files, models, columns and source.max_bytes)
+    """Compare `config` (its release revision, files, models and columns)
     with the CSVs of `checkout` at the pinned revision: (discovery record, fragment YAML,
     warnings). Problems (a pin that differs) are raised after the caller has the record."""
     revision = config["release"]["revision"]
     checkout = checkout.resolve()
     if not checkout.is_dir():
         raise AfbenchError("checkout not found", file=str(checkout))
-    csvs = list_csvs(checkout, revision, config["source"]["max_bytes"])
+    csvs = list_csvs(checkout, revision, MAX_CSV_BYTES)
     result = compare(config, csvs)
     report = record(
         DISCOVERY,

@@ -9,11 +9,10 @@ import threading
 import time
 from pathlib import Path
 
-from . import license_note
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, sha256_bytes, sha256_file
 from .records import RECEIPT, VERIFIED_FILE, record
-from .release import identity
+from .release import identity, license_of
 
 TYPE_CHECKING = False  # a fetch job does not need typing (nor config) to start
 if TYPE_CHECKING:
@@ -89,6 +88,11 @@ class HttpsSource:
 
     def describe(self, path: str) -> str:
         return self.base + path
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
 
     def session(self):
         if self._session is None:
@@ -357,6 +361,9 @@ class DirSource:
     def describe(self, path: str) -> str:
         return str(self.root / path)
 
+    def close(self) -> None:
+        """Nothing to release: a mirror is read file by file."""
+
     def read(self, path: str) -> bytes:
         target = (self.root / path).resolve()
         if not target.is_relative_to(self.root):
@@ -370,6 +377,16 @@ class DirSource:
                 expected=f"at most {self.max_bytes} bytes",
             )
         return target.read_bytes()
+
+
+def describe(source: dict, repository: str, revision: str, path: str) -> str:
+    """Where a release file comes from, as its verified-file record names it (the source's
+    kind and location only: how it is downloaded is not part of what it is)."""
+    if source["kind"] == "https":
+        return f"{source['base_url'].rstrip('/')}/{repository}/{revision}/{path}"
+    if source["kind"] == "git":
+        return f"git:{Path(source['checkout']).resolve()}@{revision}:{path}"
+    return str(Path(source["mirror"]).resolve() / path)
 
 
 def make_source(source: dict, repository: str, revision: str):
@@ -425,12 +442,11 @@ def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> d
     path = Path(path)
     if not verify_cached(path, spec):
         raise AfbenchError("release file missing; fetch it first", file=str(path))
-    described = make_source(source, release["repository"], release["revision"])
     entry = {
         "key": spec.key,
         "kind": spec.kind,
         "path": spec.path,
-        "source": described.describe(spec.path),
+        "source": describe(source, release["repository"], release["revision"], spec.path),
         "expected_sha256": spec.sha256,
         "actual_sha256": sha256_file(path),
         "size": path.stat().st_size,
@@ -440,7 +456,7 @@ def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> d
         VERIFIED_FILE,
         release=identity(release),
         source_kind=source["kind"],
-        license=license_note(release),
+        license=license_of(release),
         file=entry,
     )
 
@@ -505,6 +521,5 @@ def fetch_release(
         for spec in pins:
             fetch_file(reader, spec, paths[spec.key])
     finally:
-        if isinstance(reader, GitSource):
-            reader.close()
+        reader.close()
     return build_receipt(release, source, pins, paths, skipped)

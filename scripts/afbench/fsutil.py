@@ -25,6 +25,18 @@ def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def canonical_json(value: object) -> str:
+    """The one canonical JSON form afbench hashes: sorted keys, no spaces, UTF-8 text as is."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+
+
+def canonical_digest(value: object) -> str:
+    """SHA-256 of `value`'s canonical JSON: every digest of settings, selections and argv."""
+    return sha256_bytes(canonical_json(value).encode())
+
+
 def sha256_file(path: Path, what: str = "file") -> str:
     """SHA-256 of a regular file (a FIFO, device, folder or symbolic link is refused)."""
     digest = hashlib.sha256()
@@ -179,13 +191,8 @@ def _write_failed(path: Path, exc: OSError) -> AfbenchError:
     return AfbenchError(f"cannot write this file: {reason}; nothing was written", file=str(path))
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> None:
-    """Write to a temporary name in the same folder, flush, then rename into place.
-
-    A reader (or a crash) never sees a partial file at `path`; a failed write (a full disk, a
-    missing permission) is one AfbenchError naming `path` and leaves no temporary file.
-    """
-    path = Path(path)
+def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
+    """`data` written and flushed to a temporary name beside `path`; its name is returned."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -204,6 +211,24 @@ def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> N
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, 0o444 if read_only else 0o644)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            tmp_name.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _write_failed(path, exc) from None
+        raise
+    return tmp_name
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> None:
+    """Write to a temporary name in the same folder, flush, then rename into place.
+
+    A reader (or a crash) never sees a partial file at `path`; a failed write (a full disk, a
+    missing permission) is one AfbenchError naming `path` and leaves no temporary file.
+    """
+    path = Path(path)
+    tmp_name = _stage(path, data, read_only=read_only)
+    try:
         os.replace(tmp_name, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -264,6 +289,41 @@ def write_json(path: Path, obj: object) -> None:
     except UnicodeEncodeError as exc:
         raise _encode_error(Path(path), exc) from None
     atomic_write_bytes(path, data)
+
+
+def json_output(path: Path, obj: object) -> tuple[Path, bytes]:
+    """An output file's path and its JSON bytes, for write_outputs."""
+    try:
+        return Path(path), json_bytes(obj)
+    except UnicodeEncodeError as exc:
+        raise _encode_error(Path(path), exc) from None
+
+
+def csv_output(
+    path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]
+) -> tuple[Path, bytes]:
+    try:
+        return Path(path), csv_bytes(header, rows)
+    except UnicodeEncodeError as exc:
+        raise _encode_error(Path(path), exc) from None
+
+
+def write_outputs(outputs: Sequence[tuple[Path, bytes]]) -> None:
+    """A command's outputs, one unit: every one is written to its temporary name first, and
+    only then are they renamed into place, so a failed write leaves the earlier files."""
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in outputs:
+            staged.append((_stage(Path(path), data, read_only=False), Path(path)))
+        for tmp, path in staged:
+            os.replace(tmp, path)
+    except BaseException as exc:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise _write_failed(path, exc) from None
+        raise
 
 
 def spreadsheet_safe(value: object) -> object:

@@ -11,6 +11,7 @@ from .fsutil import read_json_file
 
 SCHEMA_VERSION = 1
 
+RELEASE_IDENTITY = "afbench release identity"
 RECEIPT = "afbench release receipt"
 VERIFIED_FILE = "afbench verified file"
 CATALOG = "afbench task catalog"

@@ -1,0 +1,124 @@
+"""The `afbench` command line: two doors over one library.
+
+- `afbench <command>`: the user's door (afbench.cli.seed): the interface page's commands as
+  written there, each reading its config once.
+- `afbench job <rule>`: the pipeline's door (afbench.cli.jobs): one command per Snakemake rule,
+  every value a typed flag, no config read.
+
+Only the command asked for is built and imported, so a job starts fast. Every refusal is one
+line on standard error and exit status 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ..errors import AfbenchError, printable
+
+DESCRIPTION = (
+    "Reproducible, auditable tools for the AutoformBench benchmark: fetch and verify the pinned "
+    "release, export tasks, plan Harbor runs, import results, report."
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with its refusals in afbench's one-line form (usage is in --help)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(
+            2,
+            printable(f"afbench: error: {self.prog}: {message} (see {self.prog} --help)", 4000)
+            + "\n",
+        )
+
+
+def _parser(prog: str, summary: str, example: str | None = None) -> argparse.ArgumentParser:
+    return Parser(
+        prog=prog,
+        description=summary,
+        epilog=("examples:\n  " + example.replace("\n", "\n  ")) if example else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        allow_abbrev=False,
+    )
+
+
+def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser; with `only` (the command words of argv), just that command's
+    arguments are filled in (the others are listed by name)."""
+    from .jobs import JOBS
+    from .seed import COMMANDS, DEMO
+
+    def wanted(*words: str) -> bool:
+        return only is None or list(only[: len(words)]) == list(words)
+
+    parser = _parser("afbench", DESCRIPTION, "afbench fetch --release-dir .cache/af --all-models")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def add(group, name: str, command, *words: str) -> None:
+        example = getattr(command, "example", None)
+        p = group.add_parser(
+            name,
+            help=command.summary,
+            description=command.summary,
+            epilog=("examples:\n  " + example.replace("\n", "\n  ")) if example else None,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+            allow_abbrev=False,
+        )
+        p.set_defaults(handler=command.run)
+        if wanted(*words):
+            command.arguments(p)
+
+    for name, command in COMMANDS.items():
+        add(sub, name, command, name)
+    demo = sub.add_parser("demo", help="the synthetic demo release: its files or its repository")
+    demo_sub = demo.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, command in DEMO.items():
+        add(demo_sub, name, command, "demo", name)
+    job = sub.add_parser(
+        "job",
+        help="the pipeline's commands, one per Snakemake rule (files and typed settings only)",
+        description="One command per rule of the workflow; Snakemake runs them.",
+    )
+    job_sub = job.add_subparsers(dest="job", required=True, metavar="RULE")
+    for name, command in JOBS.items():
+        add(job_sub, name, command, "job", name)
+    return parser
+
+
+def words(argv: list[str]) -> list[str]:
+    """The command words: the first one or two arguments that are not flags."""
+    words = []
+    for arg in argv:
+        if arg.startswith("-"):
+            break
+        words.append(arg)
+        if len(words) == 2:
+            break
+    return words
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        args = build_parser(words(argv)).parse_args(argv)
+    except SystemExit as done:  # --help, or argparse's refusal (already printed)
+        return done.code if isinstance(done.code, int) else 2
+    try:
+        for line in args.handler(args) or []:
+            print(printable(f"afbench: warning: {line}", 4000), file=sys.stderr)
+    except AfbenchError as exc:
+        print(f"afbench: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(printable(f"afbench: error: {where}{exc.strerror or exc}", 4000), file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("afbench: interrupted; nothing partial was left at a final path", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

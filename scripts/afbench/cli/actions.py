@@ -1,0 +1,170 @@
+"""What both doors do the same way: read the files given, call the stage functions, write the
+files given. The job commands and the seed's commands differ only in where their values come
+from (typed flags, or the config read once); each action takes plain values and paths."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import AfbenchError
+from ..fsutil import csv_output, json_output, write_outputs
+from ..records import (
+    CATALOG,
+    MODEL_IMPORT,
+    RECEIPT,
+    RUN_SUMMARY,
+    SELECTION,
+    SUMMARY,
+    TRIAL_RECEIPT,
+    VERIFIED_FILE,
+    read_record,
+    record,
+)
+
+RUN_FILES = {"summary": "summary.json", "outcomes": "outcomes.csv", "attempts": "attempts.csv"}
+REPORT_FILES = {"html": "index.html", "analysis": "analysis.json"}
+
+
+def verified_entries(paths: list[Path]) -> tuple[dict, dict]:
+    """Verified file entries by key, from receipts or verified-file records, and their release."""
+    from ..release import collect_verified
+
+    return collect_verified([(str(p), read_record(p, RECEIPT, VERIFIED_FILE)) for p in paths])
+
+
+def totals(imp: dict) -> dict:
+    """A model import without its per-task records: all the comparison needs."""
+    return {k: v for k, v in imp.items() if k != "records"}
+
+
+def compare_models(
+    imports: list[Path], verified: list[Path], strict_budget: bool, summary: Path, board: Path
+) -> None:
+    """The like-for-like comparison of model imports: summary and leaderboard, together."""
+    from ..errors import raise_if
+    from ..official import LEADERBOARD_COLUMNS, summarize
+    from ..release import stale_imports
+
+    read = [(str(path), totals(read_record(path, MODEL_IMPORT))) for path in imports]
+    if verified:
+        entries, _ = verified_entries(verified)
+        pins = {entry["path"]: entry["actual_sha256"] for entry, _ in entries.values()}
+        raise_if(stale_imports(read, pins))
+    result = summarize([imp for _, imp in read], strict_budget)
+    rows = [[row[c] for c in LEADERBOARD_COLUMNS] for row in result["leaderboard"]]
+    write_outputs([csv_output(board, LEADERBOARD_COLUMNS, rows), json_output(summary, result)])
+
+
+def import_run(
+    selection_path: Path,
+    name: str,
+    kind: str,
+    folders: list[Path],
+    budget_usd: float | None,
+    outputs: dict[str, Path],
+) -> None:
+    """A local run (Harbor job folders or verdict folders) over its selection: summary,
+    outcomes and attempts, written together. No budget: the release's nominal budget."""
+    from ..fsutil import check_name
+    from ..runs import (
+        ATTEMPT_COLUMNS,
+        OUTCOME_COLUMNS,
+        read_harbor_job,
+        read_verdict_dir,
+        summarize_run,
+    )
+
+    check_name(name, "run name")
+    selection = read_record(selection_path, SELECTION)
+    if not folders:
+        raise AfbenchError("nothing to import: no job or verdict folder given", field="--path")
+    budget = selection["release"]["nominal_budget_usd"] if budget_usd is None else budget_usd
+    reader = read_harbor_job if kind == "harbor" else read_verdict_dir
+    attempts = [a for folder in folders for a in reader(Path(folder))]
+    summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
+    write_outputs(
+        [
+            csv_output(
+                outputs["attempts"],
+                ATTEMPT_COLUMNS,
+                ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts),
+            ),
+            csv_output(
+                outputs["outcomes"],
+                OUTCOME_COLUMNS,
+                ([r[c] for c in OUTCOME_COLUMNS] for r in rows),
+            ),
+            json_output(outputs["summary"], {**record(RUN_SUMMARY), **summary}),
+        ]
+    )
+
+
+def executed_job_folders(receipts: list[Path]) -> list[Path]:
+    """The Harbor job folders that `afbench job run-trial` receipts name."""
+    return [Path(read_record(path, TRIAL_RECEIPT)["job_dir"]) for path in receipts]
+
+
+def render_report(
+    summary_path: Path,
+    import_paths: list[Path],
+    catalog_path: Path,
+    receipt_path: Path,
+    run_paths: list[Path],
+    confidence: float,
+    settings_digest: str | None,
+    html: Path,
+    analysis_path: Path,
+    figure_paths: dict[str, Path] | None,
+) -> None:
+    """The analysis, its figures and the HTML report, written together. `figure_paths` None:
+    each figure in figures/<name>.svg beside the HTML."""
+    from ..analysis import analyse, check_current, compactor
+    from ..figures import make_figures
+    from ..records import tool_versions
+    from ..report import render
+
+    summary = read_record(summary_path, SUMMARY)
+    catalog = read_record(catalog_path, CATALOG)
+    receipt = read_record(receipt_path, RECEIPT)
+    compact = compactor(catalog)
+    imports = [(str(path), compact(read_record(path, MODEL_IMPORT))) for path in import_paths]
+    check_current((str(summary_path), summary), imports, catalog, receipt)
+    runs = [read_record(path, RUN_SUMMARY) for path in run_paths]
+    analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, confidence)
+    used = {imp["file"] for _, imp in imports} | set(catalog["inputs"])
+    provenance = {
+        "files": [f for f in receipt["files"] if f["path"] in used],
+        "release_dates": catalog["release"]["dates"],
+        "config_digest": settings_digest or "not given",
+        "versions": tool_versions(),
+    }
+    figures = make_figures(analysis)
+    if figure_paths is None:
+        figure_paths = {name: Path(html).parent / "figures" / f"{name}.svg" for name in figures}
+    elif set(figure_paths) != set(figures):
+        raise AfbenchError(
+            "the figures asked for are not the figures this report has",
+            field="--figure",
+            expected=sorted(figures),
+            found=sorted(figure_paths),
+        )
+    write_outputs(
+        [
+            *((figure_paths[name], svg.encode()) for name, svg in figures.items()),
+            json_output(analysis_path, {**analysis, "provenance": provenance}),
+            (Path(html), render(analysis, provenance, figures).encode()),
+        ]
+    )
+
+
+def discover_into(config: dict, checkout: Path, discovery: Path, fragment: Path) -> list[str]:
+    """Compare `config`'s files, models and columns with the checkout at the pinned revision;
+    write the discovery record and the fragment to review (config is never edited). Returns
+    the warnings; a pin that differs is an error after both files are written."""
+    from ..discover import discover
+
+    report, fragment_bytes, warnings, problems = discover(config, checkout)
+    write_outputs([json_output(discovery, report), (Path(fragment), fragment_bytes)])
+    if problems:
+        raise AfbenchError(problems=problems)
+    return [*warnings, f"wrote {fragment} (review it, then merge it into config)"]

@@ -1,0 +1,614 @@
+"""The user's door: the interface page's five commands (fetch, tasks, plan, import-results,
+verdict) as written there, and the other commands a user runs by hand. A command that needs
+settings reads its config once (`--config FILE`, repeatable; without it, the official release's
+config that ships in the package) and takes from its flags only what the page passes as flags:
+no value is ever "the flag, else the config"."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import NamedTuple
+
+from ..errors import AfbenchError
+from . import types
+from .actions import REPORT_FILES, RUN_FILES, discover_into, import_run, render_report, totals
+
+RELEASE = "--release-dir"
+CONDITIONS = ("source-present", "source-free")
+MAX_VERDICT_BYTES = 16 << 20  # a verdict is a few kilobytes; /dev/zero is refused before this
+
+
+class Command(NamedTuple):
+    summary: str
+    example: str
+    arguments: object
+    run: object
+
+
+def _config_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="FILE",
+        help="config YAML (repeatable; later files merge over earlier; default: the packaged "
+        "official config)",
+    )
+
+
+def _config(args: argparse.Namespace) -> dict:
+    from ..config import load_config
+
+    return load_config(args.config)
+
+
+def _selection_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--book",
+        action="append",
+        default=[],
+        type=types.name,
+        metavar="SOURCE_ID",
+        help="keep tasks of this source (repeatable)",
+    )
+    p.add_argument(
+        "--task",
+        action="append",
+        default=[],
+        type=types.name,
+        metavar="ID",
+        help="keep this task (repeatable)",
+    )
+    p.add_argument("--limit", type=types.whole(1), metavar="N", help="the first N selected tasks")
+    p.add_argument(
+        "--name", type=types.name, help="the selection's name (default: the output file's stem)"
+    )
+
+
+def _selection_wanted(args: argparse.Namespace) -> bool:
+    return bool(args.book or args.task or args.limit is not None or args.name)
+
+
+def _select(args: argparse.Namespace, catalog: dict) -> dict:
+    from ..catalog import select_tasks
+
+    name = args.name if args.name is not None else types.name(Path(args.output).stem)
+    return select_tasks(catalog, name, args.task, args.book, args.limit)
+
+
+def _receipt_of(release_dir: Path) -> tuple[dict, str]:
+    from ..records import RECEIPT, read_record
+
+    path = Path(release_dir) / "receipt.json"
+    return read_record(path, RECEIPT), str(path)
+
+
+def _check_receipt_pins(receipt: dict, receipt_path: str, config: dict, keys: list[str]) -> None:
+    """A release folder used with a config: its receipt must hold that config's pins."""
+    from ..config import file_for
+
+    if receipt["release"]["revision"] != config["release"]["revision"]:
+        raise AfbenchError(
+            "the release folder holds another revision than the config pins; "
+            "pass the --config it was fetched with, or fetch again",
+            file=receipt_path,
+            field="release.revision",
+            expected=config["release"]["revision"],
+            found=receipt["release"]["revision"],
+        )
+    entries = {e["key"]: e for e in receipt["files"]}
+    for key in keys:
+        spec = file_for(config, key)
+        found = entries.get(key, {}).get("actual_sha256")
+        if found != spec.sha256:
+            raise AfbenchError(
+                f"the receipt's '{key}' is not the file config pins; fetch it again",
+                file=receipt_path,
+                field=f"files.{key}",
+                expected=spec.sha256,
+                found=found,
+            )
+
+
+class ReleaseFolder(NamedTuple):
+    path: Path
+    receipt: dict
+    receipt_path: str
+    entries: dict
+    release: dict
+
+
+def _release_folder(release_dir: Path, config: dict) -> ReleaseFolder:
+    """A fetched release folder: its receipt (read once), whose MANIFEST and SOURCES must be
+    the config's pins, and its verified entries."""
+    from ..release import collect_verified
+
+    receipt, receipt_path = _receipt_of(release_dir)
+    _check_receipt_pins(receipt, receipt_path, config, ["manifest", "sources"])
+    entries, release = collect_verified([(receipt_path, receipt)])
+    return ReleaseFolder(Path(release_dir), receipt, receipt_path, entries, release)
+
+
+def _catalog(folder: ReleaseFolder, config: dict) -> dict:
+    from ..catalog import build_catalog
+    from ..release import license_of, read_entry
+
+    def verified(key: str):
+        return read_entry(folder.entries, key, folder.path / folder.entries[key][0]["path"])
+
+    return build_catalog(
+        verified("manifest"),
+        verified("sources"),
+        {"manifest": config["columns"]["manifest"], "sources": config["columns"]["sources"]},
+        config["release"]["expected_counts"],
+        folder.release,
+        license_of(folder.release),
+    )
+
+
+def _models(args: argparse.Namespace, config: dict) -> list[str]:
+    """--all-models (every model with a pin) or the --model list, each known and pinned."""
+    from ..config import missing_pin_error
+
+    if args.all_models:
+        return [slug for slug, spec in config["models"].items() if spec["sha256"]]
+    slugs: list[str] = []
+    for slug in args.model:
+        if slug not in config["models"]:
+            raise AfbenchError(
+                f"unknown model '{slug}'",
+                field="--model",
+                expected=f"one of {sorted(config['models'])}",
+                found=slug,
+            )
+        if not config["models"][slug]["sha256"]:
+            raise missing_pin_error(config, slug)
+        if slug in slugs:
+            raise AfbenchError("a model is listed twice", field="--model", found=slug)
+        slugs.append(slug)
+    return slugs
+
+
+def _model_flags(p: argparse.ArgumentParser, required: bool) -> None:
+    models = p.add_mutually_exclusive_group(required=required)
+    models.add_argument("--all-models", action="store_true", help="every model with a pin")
+    models.add_argument(
+        "--model", action="append", default=[], type=types.name, metavar="SLUG", help="repeatable"
+    )
+
+
+def _write_json(path: Path, obj: object) -> None:
+    from ..fsutil import write_json
+
+    write_json(path, obj)
+
+
+# --- the interface page's five commands ------------------------------------------------------
+def _fetch_args(p):
+    _config_flag(p)
+    p.add_argument(
+        RELEASE,
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="fetch MANIFEST, SOURCES (and models) into DIR and write DIR/receipt.json",
+    )
+    _model_flags(p, required=False)
+
+
+def fetch(args):
+    from ..config import release_files
+    from ..fetch import fetch_release
+
+    config = _config(args)
+    known = {f.key: f for f in release_files(config)}
+    wanted = ["manifest", "sources", *_models(args, config)]
+    warnings = []
+    if args.all_models:
+        warnings = [
+            f"model '{k}' has no SHA-256 pin in config: skipped (supply models.{k}.sha256 to "
+            "fetch it)"
+            for k, f in known.items()
+            if f.kind == "results" and not f.sha256
+        ]
+    pins = [known[k] for k in dict.fromkeys(wanted)]
+    skipped = [f for f in known.values() if not f.sha256]
+    release_dir = Path(args.release_dir)
+    receipt = fetch_release(config["release"], config["source"], pins, skipped, release_dir)
+    _write_json(release_dir / "receipt.json", receipt)
+    return warnings
+
+
+def _tasks_args(p):
+    _config_flag(p)
+    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    _selection_flags(p)
+
+
+def tasks(args):
+    config = _config(args)
+    catalog = _catalog(_release_folder(args.release_dir, config), config)
+    _write_json(args.output, _select(args, catalog) if _selection_wanted(args) else catalog)
+
+
+def _plan_args(p):
+    _config_flag(p)
+    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument(
+        "--repository-dir",
+        required=True,
+        type=types.nonempty,
+        metavar="DIR",
+        help="absolute path of an upstream checkout at the pinned revision",
+    )
+    _selection_flags(p)
+    p.add_argument("--agent", default="nop", type=types.name, help="Harbor agent (default nop)")
+    p.add_argument(
+        "--model", type=types.model, help="provider/model, required for agents other than nop"
+    )
+    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+
+
+def plan(args):
+    from ..plan import build_plan
+
+    config = _config(args)
+    catalog = _catalog(_release_folder(args.release_dir, config), config)
+    if not _selection_wanted(args):
+        raise AfbenchError(
+            "say which tasks to plan: --task ID (or --book, --limit)", field="--task"
+        )
+    settings = config["plans"]
+    written = build_plan(
+        catalog,
+        _select(args, catalog),
+        args.agent,
+        args.model,
+        args.repository_dir,
+        settings["tasks_dir"],
+        settings["jobs_dir"],
+        settings["environment_type"],
+        settings["harbor"],
+    )
+    _write_json(args.output, written)
+
+
+def _import_results_args(p):
+    _config_flag(p)
+    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    _model_flags(p, required=True)
+    p.add_argument(
+        "--source-condition",
+        choices=CONDITIONS,
+        default="source-present",
+        help="the condition claimed: must be each file's pinned condition (default: "
+        "source-present, the paper's leaderboard)",
+    )
+    p.add_argument(
+        "--budget-usd",
+        type=types.number(0, above=True),
+        metavar="USD",
+        help="must be the release's nominal budget (default: that budget)",
+    )
+    p.add_argument(
+        "--strict-budget",
+        action="store_true",
+        help="refuse the comparison if any reported cost exceeds the budget",
+    )
+    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+
+
+def import_results(args):
+    from ..official import ModelSpec, import_model, summarize
+    from ..records import OFFICIAL_REFERENCE, record
+    from ..release import read_entry
+
+    config = _config(args)
+    folder = _release_folder(args.release_dir, config)
+    catalog = _catalog(folder, config)
+    slugs = _models(args, config)
+    _check_receipt_pins(folder.receipt, folder.receipt_path, config, slugs)
+    # the page passes these as flags: each is checked against the pinned files and release
+    budget = config["release"]["nominal_budget_usd"] if args.budget_usd is None else args.budget_usd
+    imports = []
+    for slug in slugs:
+        spec = config["models"][slug]
+        path = folder.path / folder.entries[slug][0]["path"]
+        imports.append(
+            import_model(
+                catalog,
+                read_entry(folder.entries, slug, path),
+                ModelSpec(slug, spec["display_name"], spec["source_condition"]),
+                config["columns"]["results"],
+                args.source_condition,
+                budget,
+            )
+        )
+    summary = summarize([totals(i) for i in imports], args.strict_budget)
+    _write_json(args.output, record(OFFICIAL_REFERENCE, summary=summary, models=imports))
+
+
+def _verdict_args(p):
+    p.add_argument("--path", required=True, type=Path, help="the verdict JSON file")
+    p.add_argument("--task", required=True, type=types.name, help="the task the verdict is for")
+    p.add_argument("--output", type=Path, help="write the import here (default: standard output)")
+
+
+def verdict(args):
+    from ..fsutil import path_text, read_regular_file, sha256_bytes
+    from ..records import VERDICT, record
+    from ..runs import parse_verdict
+
+    data = read_regular_file(args.path, "verdict file", MAX_VERDICT_BYTES)
+    result = {
+        **record(VERDICT),
+        **parse_verdict(data, str(args.path), args.task),
+        "input": {"path": path_text(args.path.resolve()), "sha256": sha256_bytes(data)},
+    }
+    if args.output:
+        _write_json(args.output, result)
+    else:
+        print(json.dumps(result, indent=2, ensure_ascii=False))
+
+
+# --- the other user commands ------------------------------------------------------------------
+def _verify_args(p):
+    _config_flag(p)
+    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument("--output", type=Path, metavar="FILE", help="default: DIR/receipt.json")
+
+
+def verify(args):
+    """Re-hash every pinned file of a fetched release folder into its receipt."""
+    from ..config import pinned_files, release_files
+    from ..fetch import build_receipt
+
+    config = _config(args)
+    pins = pinned_files(config)
+    skipped = [f for f in release_files(config) if not f.sha256]
+    paths = {spec.key: args.release_dir / spec.path for spec in pins}
+    receipt = build_receipt(config["release"], config["source"], pins, paths, skipped)
+    _write_json(args.output or args.release_dir / "receipt.json", receipt)
+
+
+def _import_run_args(p):
+    p.add_argument("--selection", required=True, type=Path, metavar="FILE")
+    p.add_argument("--name", required=True, type=types.name, help="the run's name")
+    p.add_argument("--kind", required=True, choices=["harbor", "verdicts"])
+    p.add_argument(
+        "--path",
+        required=True,
+        action="append",
+        type=Path,
+        metavar="DIR",
+        help="a Harbor job folder or a verdict folder (repeatable)",
+    )
+    p.add_argument(
+        "--budget-usd",
+        type=types.number(0, above=True),
+        help="the budget audit's budget (default: the release's nominal budget)",
+    )
+    p.add_argument(
+        "--output-dir",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="writes summary.json, outcomes.csv and attempts.csv there",
+    )
+
+
+def import_run_command(args):
+    outputs = {key: args.output_dir / name for key, name in RUN_FILES.items()}
+    import_run(args.selection, args.name, args.kind, args.path, args.budget_usd, outputs)
+
+
+def _report_args(p):
+    p.add_argument("--summary", required=True, type=Path, metavar="FILE")
+    p.add_argument(
+        "--import", dest="imports", action="append", required=True, type=Path, metavar="FILE"
+    )
+    p.add_argument("--catalog", required=True, type=Path, metavar="FILE")
+    p.add_argument("--receipt", required=True, type=Path, metavar="FILE")
+    p.add_argument(
+        "--run", action="append", default=[], type=Path, metavar="FILE", help="repeatable"
+    )
+    p.add_argument("--confidence", default=0.95, type=types.confidence)
+    p.add_argument(
+        "--output-dir",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="writes index.html, analysis.json and figures/*.svg there",
+    )
+
+
+def report(args):
+    out = args.output_dir
+    render_report(
+        args.summary,
+        args.imports,
+        args.catalog,
+        args.receipt,
+        args.run,
+        args.confidence,
+        None,
+        out / REPORT_FILES["html"],
+        out / REPORT_FILES["analysis"],
+        None,
+    )
+
+
+def _export_args(p):
+    p.add_argument(
+        "--root",
+        required=True,
+        type=Path,
+        metavar="DIR",
+        help="an artifact directory (results/<revision>); artifacts are found by their kind",
+    )
+    p.add_argument(
+        "--format",
+        choices=["csv", "parquet"],
+        required=True,
+        help="parquet needs the optional extra: pip install 'afbench[parquet]'",
+    )
+    p.add_argument(
+        "--output-dir",
+        required=True,
+        type=Path,
+        metavar="OUT",
+        help="writes OUT/<table>.csv or .parquet",
+    )
+    p.add_argument(
+        "--table",
+        action="append",
+        metavar="NAME",
+        help="a table to write (repeatable; default: every table the folder has): tasks, "
+        "official_results, leaderboard, comparisons, run_attempts, run_outcomes",
+    )
+
+
+def export(args):
+    from ..frames import export
+
+    export(args.root, args.output_dir, args.format, args.table)
+
+
+def _discover_args(p):
+    _config_flag(p)
+    p.add_argument("--checkout", required=True, type=Path, help="a git checkout of upstream")
+    p.add_argument(
+        "--output-dir",
+        default=Path("."),
+        type=Path,
+        metavar="DIR",
+        help="writes discovery.json and discovered.yaml there (default: .)",
+    )
+
+
+def discover(args):
+    out = args.output_dir
+    return discover_into(
+        _config(args), args.checkout, out / "discovery.json", out / "discovered.yaml"
+    )
+
+
+def _demo_generate_args(p):
+    p.add_argument("--out", required=True, type=Path, help="output folder")
+
+
+def demo_generate(args):
+    from ..demo import write_release
+
+    write_release(args.out)
+
+
+def _demo_repo_args(p):
+    p.add_argument(
+        "--release-files",
+        default=Path("resources/demo-release"),
+        type=Path,
+        help="the demo release files to commit (default: resources/demo-release)",
+    )
+    p.add_argument("--out", required=True, type=Path, help="the repository's folder")
+
+
+def demo_repo(args):
+    from ..demo import build_repository
+
+    print(build_repository(args.release_files, args.out), file=sys.stdout)
+
+
+COMMANDS: dict[str, Command] = {
+    "fetch": Command(
+        "fetch release files and verify every byte against its SHA-256 pin",
+        "afbench fetch --release-dir .cache/autoformbench-af1aa38 --all-models\n"
+        "afbench fetch --config config/demo.yaml --release-dir demo-release --all-models",
+        _fetch_args,
+        fetch,
+    ),
+    "tasks": Command(
+        "export the source-free task catalog, or a selection of it",
+        "afbench tasks --release-dir .cache/autoformbench-af1aa38 --output tasks.json\n"
+        "afbench tasks --release-dir .cache/autoformbench-af1aa38 --book algebraic_topology_i "
+        "--limit 2 --output topology-two.json",
+        _tasks_args,
+        tasks,
+    ),
+    "plan": Command(
+        "write a Harbor 0.22.0 run plan (argument vectors; never executed)",
+        "afbench plan --release-dir .cache/autoformbench-af1aa38 --repository-dir "
+        "/absolute/path/to/autoformbench --task alg_top_theorem107 --agent nop "
+        "--output nop-plan.json",
+        _plan_args,
+        plan,
+    ),
+    "import-results": Command(
+        "import the official per-model results and compare them",
+        "afbench import-results --release-dir .cache/autoformbench-af1aa38 --all-models "
+        "--source-condition source-present --budget-usd 200 --output reference.json",
+        _import_results_args,
+        import_results,
+    ),
+    "verdict": Command(
+        "check one verifier verdict JSON (reward 1 / 0 / null)",
+        "afbench verdict --path /absolute/path/to/verdict.json --task alg_top_theorem107 "
+        "--output verdict-import.json",
+        _verdict_args,
+        verdict,
+    ),
+    "verify": Command(
+        "re-hash a fetched release folder against the config's pins into its receipt",
+        "afbench verify --release-dir .cache/autoformbench-af1aa38",
+        _verify_args,
+        verify,
+    ),
+    "import-run": Command(
+        "import a local run: Harbor job folders or verdict folders",
+        "afbench import-run --selection two.json --name my-run --kind harbor "
+        "--path jobs/job-1 --path jobs/job-2 --output-dir my-run",
+        _import_run_args,
+        import_run_command,
+    ),
+    "report": Command(
+        "write the analysis, the figures and the HTML report",
+        "afbench report --summary summary.json --import a.json --import b.json "
+        "--catalog tasks.json --receipt REL/receipt.json --output-dir report",
+        _report_args,
+        report,
+    ),
+    "export": Command(
+        "write the artifact directory's tables as CSV or parquet files",
+        "afbench export --root results/SHA1 --format csv --output-dir tables\n"
+        "afbench export --root results/SHA1 --format parquet --output-dir tables "
+        "--table leaderboard --table official_results",
+        _export_args,
+        export,
+    ),
+    "discover": Command(
+        "read pins, paths and columns from an upstream checkout; write a fragment to review",
+        "afbench discover --checkout /abs/autoformbench --output-dir discovered",
+        _discover_args,
+        discover,
+    ),
+}
+
+DEMO: dict[str, Command] = {
+    "generate": Command(
+        "generate the synthetic demo release's files",
+        "afbench demo generate --out resources/demo-release",
+        _demo_generate_args,
+        demo_generate,
+    ),
+    "repo": Command(
+        "build the demo release's git repository (a reproducible commit)",
+        "afbench demo repo --release-files resources/demo-release --out demo-upstream",
+        _demo_repo_args,
+        demo_repo,
+    ),
+}
