@@ -1,8 +1,7 @@
-# The one place that names artifact paths under results/<revision>/, and the settings each
-# job's command receives. Rules chain through rules.<name>.output; a job's command gets its
-# {input}, {output}, {log} and single settings, so a config change reruns exactly the jobs
-# whose settings changed.
-import hashlib
+# The one place that names artifact paths under results/<revision>/, and the one way a rule
+# hands its command a setting: `setting(flag, dpath)`, the config value at `dpath` (Snakemake's
+# lookup) as `--flag=value`, quoted for the shell. A setting reaches only the jobs whose rules
+# pass it, so a config change reruns exactly the jobs whose settings changed.
 import json
 import re
 from pathlib import Path
@@ -11,9 +10,10 @@ from shlex import quote
 from snakemake.exceptions import WorkflowError
 from snakemake.logging import logger
 
-from afbench.config import selected_models
+from afbench import harbor
+from afbench.config import TRANSPORT_SETTINGS, config_digest, selected_models
 from afbench.errors import AfbenchError
-from afbench.execute import MODEL_FREE_AGENTS
+from afbench.fsutil import canonical_digest
 from afbench.plan import plan_label
 
 # With --use-conda every job runs in this environment; its post-deploy script installs the
@@ -23,10 +23,55 @@ REVISION = config["release"]["revision"]
 REV = f"{config['results_dir']}/{REVISION}"
 RELEASE = f"{REV}/release"
 LOGS = f"{REV}/logs"
-IMPORT = config["import"]
-IMPORTS = f"{REV}/imports/{IMPORT['source_condition']}/budget-{IMPORT['budget_usd']:g}"
+IMPORTS = (
+    f"{REV}/imports/{config['import']['source_condition']}/"
+    f"budget-{config['release']['nominal_budget_usd']:g}"
+)
 REPORT = f"{REV}/report"
 DEMO = "demo" in config
+
+
+# --- settings as command-line flags ---------------------------------------------------------
+def option(flag, value):
+    """`--flag=value`, quoted for the shell; the `=` keeps a value that begins with `-` a value.
+    None is the empty value (a null setting); booleans are true/false."""
+    if value is None:
+        value = ""
+    elif isinstance(value, bool):
+        value = str(value).lower()
+    return f"--{flag}={quote(str(value))}"
+
+
+def options(flag, values):
+    """`--flag=v` once per value (a repeatable flag)."""
+    return " ".join(option(flag, value) for value in values)
+
+
+def setting(flag, dpath):
+    """The config setting at `dpath` as `--flag=value`; a dpath with {wildcards} gives the
+    rule a function of the job's wildcards."""
+    value = lookup(dpath=dpath, within=config)
+    if callable(value):
+        return lambda wildcards: option(flag, value(wildcards))
+    return option(flag, value)
+
+
+class Untracked:
+    """Flags handed to a command that Snakemake does not record: it reruns a job for changed
+    params only when they are plain values (text, numbers, lists), so changing these reruns
+    nothing. Only for settings that cannot change an output: how a file is downloaded."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __str__(self):
+        return self.text
+
+
+def transport_flags():
+    return Untracked(
+        " ".join(setting(key.replace("_", "-"), f"source/{key}") for key in TRANSPORT_SETTINGS)
+    )
 
 
 def pinned(files):
@@ -54,11 +99,26 @@ PLAN_ITEMS = {
 }
 
 
+def pin_of(key):
+    return f"{key}={FILES[key]['path']}@{FILES[key]['sha256']}"
+
+
+def source_location():
+    return config["source"][
+        {"https": "base_url", "git": "checkout", "dir": "mirror"}[config["source"]["kind"]]
+    ]
+
+
+def columns(flag, kind):
+    return options(flag, [f"{ours}={theirs}" for ours, theirs in config["columns"][kind].items()])
+
+
 # --- artifact paths -------------------------------------------------------------------------
 def release_file(key):
     return f"{RELEASE}/{FILES[key]['path']}"
 
 
+RELEASE_IDENTITY = f"{REV}/release-identity.json"
 RECEIPT = f"{RELEASE}/receipt.json"
 
 
@@ -103,7 +163,7 @@ DEMO_CHECKOUT = config["source"]["checkout"] if DEMO else []
 
 def stage_targets():
     targets = {
-        "fetch": [RECEIPT],
+        "fetch": [RELEASE_IDENTITY, RECEIPT],
         "tasks": [CATALOG, *[selection(n) for n in config["selections"]]],
         "plans": plan_files(),
         "imports": [f"{IMPORTS}/summary.json", f"{IMPORTS}/leaderboard.csv"],
@@ -121,98 +181,6 @@ RUN_FILES = ("summary.json", "outcomes.csv", "attempts.csv")
 
 def all_artifacts():
     return [f for files in stage_targets().values() for f in files]
-
-
-# --- settings as command-line flags ---------------------------------------------------------
-def flags(name, values):
-    """`--name v` for each value, each quoted for the shell."""
-    return " ".join(f"--{name} {quote(str(v))}" for v in values)
-
-
-def digest(data):
-    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
-
-
-def source_flags(location=None):
-    """The source settings; `location` overrides config's (the demo checkout a job declares
-    as input is read where Snakemake staged it)."""
-    source, release = config["source"], config["release"]
-    key = {"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]
-    values = {
-        "source-kind": source["kind"],
-        "source-location": location or source[key],
-        "repository": release["repository"],
-        "revision": release["revision"],
-        "connect-timeout-s": source["connect_timeout_s"],
-        "read-timeout-s": source["read_timeout_s"],
-        "total-timeout-s": source["total_timeout_s"],
-        "retries": source["retries"],
-        "backoff-factor": source["backoff_factor"],
-        "max-bytes": source["max_bytes"],
-    }
-    return " ".join(flags(name, [value]) for name, value in values.items())
-
-
-def skip_flags():
-    return flags("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()])
-
-
-def pin_flags():
-    pins = [f"{key}={spec['path']}@{spec['sha256']}" for key, spec in FILES.items()]
-    return f"{flags('pin', pins)} {skip_flags()}"
-
-
-def identity_flags():
-    release = config["release"]
-    images = [f"{i['role']}={i['reference'] or ''}@{i['digest'] or ''}" for i in release["images"]]
-    values = {
-        "release-name": release["name"],
-        "synthetic": str(release["synthetic"]).lower(),
-        "lean": release["lean"],
-        "mathlib": release["mathlib"],
-        "harbor-version": release["harbor"],
-        "nominal-budget-usd": release["nominal_budget_usd"],
-    }
-    named = " ".join(flags(n, [v]) for n, v in values.items())
-    return f"{named} {flags('image', images)}"
-
-
-def column_flags(kind, flag=None):
-    pairs = [f"{ours}={theirs}" for ours, theirs in config["columns"][kind].items()]
-    return flags(flag or f"{kind}-column", pairs)
-
-
-def discover_column_flags():
-    pairs = [
-        f"{kind}.{ours}={theirs}"
-        for kind, mapping in config["columns"].items()
-        for ours, theirs in mapping.items()
-    ]
-    return flags("column", pairs)
-
-
-def display_name_flags():
-    return flags(
-        "display-name",
-        [f"{s}={m['display_name']}" for s, m in config["models"].items()],
-    )
-
-
-def expected_counts():
-    counts = config["release"]["expected_counts"]
-    return f"{counts['tasks']},{counts['sources']},{counts['obligations']}"
-
-
-def selection_flags(name):
-    criteria = config["selections"][name]
-    limit = [] if criteria["limit"] is None else [criteria["limit"]]
-    return " ".join(
-        [
-            flags("task", criteria["tasks"]),
-            flags("book", criteria["sources"]),
-            flags("limit", limit),
-        ]
-    )
 
 
 def absolute(path):
@@ -237,11 +205,11 @@ def report_inputs(run_names):
 
 def report_settings_digest():
     """The settings the report shows (its provenance digest): not plans or selections."""
-    return digest(
+    return canonical_digest(
         {
             "release": config["release"],
             "models": {m: config["models"][m] for m in MODELS},
-            "import": dict(IMPORT, models=MODELS),
+            "import": dict(config["import"], models=MODELS),
             "runs": config["runs"],
             "report": config["report"],
         }
@@ -255,8 +223,10 @@ EXECUTE_ITEMS = {
     for item in EXECUTE["items"]
 }
 EXECUTED_SELECTIONS = sorted({selection for selection, _ in EXECUTE_ITEMS})
-# the upstream per-task timeouts (agent 86,400 s, verifier 6,000 s) and the set-up margin
-TRIAL_RUNTIME_MIN = -(-(86_400 + 6_000 + EXECUTE["setup_margin_s"]) // 60)
+# the upstream per-task timeouts and the set-up margin, in minutes
+TRIAL_RUNTIME_MIN = -(
+    -(harbor.AGENT_TIMEOUT_S + harbor.VERIFIER_TIMEOUT_S + EXECUTE["setup_margin_s"]) // 60
+)
 
 
 def provider_of(item):
@@ -307,7 +277,7 @@ def execute_guard(wildcards):
             "digests are unpinned (release.images[].digest): the trials could not be tied to "
             "the images the authors used"
         )
-    paid = [item for item in EXECUTE_ITEMS.values() if item["agent"] not in MODEL_FREE_AGENTS]
+    paid = [item for item in EXECUTE_ITEMS.values() if harbor.calls_a_model(item["agent"])]
     if paid and not EXECUTE["allow_model_agents"]:
         raise ValueError(
             f"execute: agent '{paid[0]['agent']}' calls a paid model; refused without "

@@ -21,13 +21,13 @@ rule run_trial:
         mem_mb=EXECUTE["mem_mb"],
         cpus_per_task=EXECUTE["cpus"],
     params:
-        task=lambda w: w.task,
-        attempt=lambda w: w.attempt,
-        env=flags("env", [f"{k}={v}" for k, v in EXECUTE["env"].items()]),
-        allow="--allow-model-agent" if EXECUTE["allow_model_agents"] else "",
+        task=lambda w: option("task", w.task),
+        attempt=lambda w: option("attempt", w.attempt),
+        env=options("env", [f"{k}={v}" for k, v in EXECUTE["env"].items()]),
+        allow=setting("allow-model-agent", "execute/allow_model_agents"),
     shell:
-        "afbench execute --plan {input.plan:q} --task {params.task:q} "
-        "--attempt {params.attempt} {params.env} {params.allow} --output {output:q} 2> {log:q}"
+        "afbench job run-trial --plan={input.plan:q} {params.task} {params.attempt} "
+        "{params.env} {params.allow} --output={output:q} 2> {log:q}"
 
 
 rule import_executed:
@@ -42,12 +42,12 @@ rule import_executed:
     conda:
         AFBENCH_ENV
     params:
-        name=lambda w: f"executed-{w.selection}",
-        receipts=lambda w, input: flags("executed", input.receipts),
+        name=lambda w: option("name", f"executed-{w.selection}"),
+        receipts=lambda w, input: options("receipt", input.receipts),
     shell:
-        "afbench import-run --selection {input.selection:q} --name {params.name:q} "
-        "--kind harbor {params.receipts} --summary {output.summary:q} "
-        "--outcomes {output.outcomes:q} --attempts {output.attempts:q} 2> {log:q}"
+        "afbench job import-executed --selection={input.selection:q} {params.name} "
+        "{params.receipts} --summary={output.summary:q} --outcomes={output.outcomes:q} "
+        "--attempts={output.attempts:q} 2> {log:q}"
 
 
 use rule render_report as render_executed_report with:

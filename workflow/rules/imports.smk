@@ -15,18 +15,16 @@ rule import_model:
     conda:
         AFBENCH_ENV
     params:
-        model=lambda w: w.model,
-        display_name=lambda w: config["models"][w.model]["display_name"],
-        pinned_condition=lambda w: config["models"][w.model]["source_condition"],
-        source_condition=IMPORT["source_condition"],
-        budget_usd=IMPORT["budget_usd"],
-        columns=column_flags("results", "column"),
+        model=lambda w: option("model", w.model),
+        display_name=setting("display-name", "models/{model}/display_name"),
+        pinned_condition=setting("pinned-condition", "models/{model}/source_condition"),
+        source_condition=setting("source-condition", "import/source_condition"),
+        columns=columns("column", "results"),
     shell:
-        "afbench import-model --catalog {input.catalog:q} --receipt {input.verified:q} "
-        "--results {input.results:q} --model {params.model:q} "
-        "--display-name {params.display_name:q} --pinned-condition {params.pinned_condition} "
-        "--source-condition {params.source_condition} --budget-usd {params.budget_usd} "
-        "{params.columns} --output {output:q} 2> {log:q}"
+        "afbench job import-model --catalog={input.catalog:q} --verified={input.verified:q} "
+        "--results={input.results:q} {params.model} {params.display_name} "
+        "{params.pinned_condition} {params.source_condition} {params.columns} "
+        "--output={output:q} 2> {log:q}"
 
 
 rule compare_models:
@@ -41,12 +39,12 @@ rule compare_models:
     conda:
         AFBENCH_ENV
     params:
-        imports=lambda w, input: flags("import", input.imports),
-        receipts=lambda w, input: flags("receipt", input.verified),
-        strict="--strict-budget" if IMPORT["strict_budget"] else "",
+        imports=lambda w, input: options("import", input.imports),
+        verified=lambda w, input: options("verified", input.verified),
+        strict=setting("strict-budget", "import/strict_budget"),
     shell:
-        "afbench compare {params.imports} {params.receipts} {params.strict} "
-        "--summary {output.summary:q} --leaderboard {output.leaderboard:q} 2> {log:q}"
+        "afbench job compare-models {params.imports} {params.verified} {params.strict} "
+        "--summary={output.summary:q} --leaderboard={output.leaderboard:q} 2> {log:q}"
 
 
 rule imports:

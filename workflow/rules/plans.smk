@@ -13,21 +13,21 @@ checkpoint write_plan:
     conda:
         AFBENCH_ENV
     params:
-        agent=lambda w: plan_item(w)["agent"],
-        model=lambda w: flags("model", [m for m in [plan_item(w).get("model")] if m]),
-        repository=lambda w, input: absolute(
-            input.checkout if DEMO else config["plans"]["repository_dir"]
+        agent=lambda w: option("agent", plan_item(w)["agent"]),
+        model=lambda w: options("model", [m for m in [plan_item(w).get("model")] if m]),
+        repository=lambda w, input: option(
+            "repository-dir",
+            absolute(input.checkout if DEMO else config["plans"]["repository_dir"]),
         ),
-        tasks_dir=config["plans"]["tasks_dir"],
-        jobs_dir=absolute(f"{REV}/{config['plans']['jobs_dir']}"),
-        environment_type=config["plans"]["environment_type"],
-        harbor=config["plans"]["harbor"],
+        tasks_dir=setting("tasks-dir", "plans/tasks_dir"),
+        jobs_dir=option("jobs-dir", absolute(f"{REV}/{config['plans']['jobs_dir']}")),
+        environment_type=setting("environment-type", "plans/environment_type"),
+        harbor=setting("harbor", "plans/harbor"),
     shell:
-        "afbench plan --catalog {input.catalog:q} --selection {input.selection:q} "
-        "--agent {params.agent:q} {params.model} --repository-dir {params.repository:q} "
-        "--tasks-dir {params.tasks_dir:q} --jobs-dir {params.jobs_dir:q} "
-        "--environment-type {params.environment_type:q} --harbor {params.harbor:q} "
-        "--output {output:q} 2> {log:q}"
+        "afbench job write-plan --catalog={input.catalog:q} --selection={input.selection:q} "
+        "{params.agent} {params.model} {params.repository} {params.tasks_dir} "
+        "{params.jobs_dir} {params.environment_type} {params.harbor} --output={output:q} "
+        "2> {log:q}"
 
 
 rule plans:

@@ -14,13 +14,14 @@ rule build_demo_upstream:
     conda:
         AFBENCH_ENV
     params:
-        release_files=lambda w: config["demo"]["release_files"],
+        release_files=setting("release-files", "demo/release_files") if DEMO else "",
     shell:
-        "afbench demo repo --release-files {params.release_files:q} --out {output:q} 2> {log:q}"
+        "afbench job build-demo-upstream {params.release_files} --output={output:q} 2> {log:q}"
 
 
 rule fetch_file:
-    """One release file, checked against its pin; a pin change refetches only this file."""
+    """One release file, checked against its pin; a pin change refetches only this file. How
+    it is downloaded (timeouts, retries, size cap) is handed over untracked: it reruns nothing."""
     input:
         DEMO_CHECKOUT,
     output:
@@ -32,19 +33,64 @@ rule fetch_file:
     conda:
         AFBENCH_ENV
     params:
-        file=lambda w: FILES[BY_PATH[w.path]]["path"],
-        sha256=lambda w: FILES[BY_PATH[w.path]]["sha256"],
-        source=lambda w, input: source_flags(input[0] if DEMO else None),
+        file=lambda w: option("file", w.path),
+        sha256=lambda w: option("sha256", FILES[BY_PATH[w.path]]["sha256"]),
+        kind=setting("source-kind", "source/kind"),
+        # the demo checkout a job declares as input is read where Snakemake staged it
+        location=lambda w, input: option("source-location", input[0] if DEMO else source_location()),
+        repository=setting("repository", "release/repository"),
+        revision=setting("revision", "release/revision"),
+        transport=lambda w: transport_flags(),
     shell:
-        "afbench fetch --file {params.file:q} --sha256 {params.sha256:q} {params.source} "
-        "--output {output:q} 2> {log:q}"
+        "afbench job fetch-file {params.file} {params.sha256} {params.kind} {params.location} "
+        "{params.repository} {params.revision} {params.transport} --output={output:q} "
+        "2> {log:q}"
+
+
+rule write_release_identity:
+    """The release identity (name, revision, toolchain, budget, licence, dates, images) that
+    every artifact carries: one small artifact, so only what stamps it reruns when it changes."""
+    output:
+        RELEASE_IDENTITY,
+    log:
+        f"{LOGS}/write_release_identity.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        name=setting("name", "release/name"),
+        repository=setting("repository", "release/repository"),
+        revision=setting("revision", "release/revision"),
+        synthetic=setting("synthetic", "release/synthetic"),
+        lean=setting("lean", "release/lean"),
+        mathlib=setting("mathlib", "release/mathlib"),
+        harbor=setting("harbor", "release/harbor"),
+        budget=setting("nominal-budget-usd", "release/nominal_budget_usd"),
+        license=setting("license", "release/license"),
+        release_page=setting("release-page", "release/dates/release_page"),
+        manuscript_cover=setting("manuscript-cover", "release/dates/manuscript_cover"),
+        software_citation=setting("software-citation", "release/dates/software_citation"),
+        first_public=setting("first-public-release", "release/dates/first_public_release"),
+        images=options(
+            "image",
+            [
+                f"{i['role']}={i['reference'] or ''}@{i['digest'] or ''}"
+                for i in lookup(dpath="release/images", within=config)
+            ],
+        ),
+    shell:
+        "afbench job write-release-identity {params.name} {params.repository} "
+        "{params.revision} {params.synthetic} {params.lean} {params.mathlib} {params.harbor} "
+        "{params.budget} {params.license} {params.release_page} {params.manuscript_cover} "
+        "{params.software_citation} {params.first_public} {params.images} "
+        "--output={output:q} 2> {log:q}"
 
 
 rule verify_file:
     """One fetched file re-hashed against its pin: the verified-file record later stages
     read, so a new pin reruns only what reads that file."""
     input:
-        lambda w: release_file(w.key),
+        identity=RELEASE_IDENTITY,
+        file=lambda w: release_file(w.key),
     output:
         verified("{key}"),
     log:
@@ -54,12 +100,12 @@ rule verify_file:
     conda:
         AFBENCH_ENV
     params:
-        pin=lambda w: f"{w.key}={FILES[w.key]['path']}@{FILES[w.key]['sha256']}",
-        identity=identity_flags(),
-        source=source_flags(),
+        pin=lambda w: option("pin", pin_of(w.key)),
+        kind=setting("source-kind", "source/kind"),
+        location=option("source-location", source_location()),
     shell:
-        "afbench verify --file {input:q} --pin {params.pin:q} {params.identity} "
-        "{params.source} --output {output:q} 2> {log:q}"
+        "afbench job verify-file --identity={input.identity:q} --file={input.file:q} "
+        "{params.pin} {params.kind} {params.location} --output={output:q} 2> {log:q}"
 
 
 rule verify_release:
@@ -73,10 +119,11 @@ rule verify_release:
     conda:
         AFBENCH_ENV
     params:
-        entries=lambda w, input: flags("entry", input),
-        skips=skip_flags(),
+        entries=lambda w, input: options("entry", input),
+        skips=options("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()]),
     shell:
-        "afbench verify {params.entries} {params.skips} --output {output:q} 2> {log:q}"
+        "afbench job verify-release {params.entries} {params.skips} --output={output:q} "
+        "2> {log:q}"
 
 
 rule fetch:
@@ -95,16 +142,25 @@ rule discover_release:
     conda:
         AFBENCH_ENV
     params:
-        checkout=lambda w: config.get("discover", {}).get("checkout") or "",
-        pins=pin_flags(),
-        columns=discover_column_flags(),
-        names=display_name_flags(),
-        revision=REVISION,
-        max_bytes=config["source"]["max_bytes"],
+        checkout=setting("checkout", "discover/checkout"),
+        revision=setting("revision", "release/revision"),
+        pins=options("pin", [pin_of(key) for key in FILES]),
+        skips=options("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()]),
+        columns=options(
+            "column",
+            [
+                f"{kind}.{ours}={theirs}"
+                for kind, mapping in config["columns"].items()
+                for ours, theirs in mapping.items()
+            ],
+        ),
+        names=options(
+            "display-name", [f"{s}={m['display_name']}" for s, m in config["models"].items()]
+        ),
     shell:
-        "afbench discover --checkout {params.checkout:q} --revision {params.revision} "
-        "--max-bytes {params.max_bytes} {params.pins} {params.columns} {params.names} "
-        "--discovery {output.discovery:q} --fragment {output.fragment:q} 2> {log:q}"
+        "afbench job discover-release {params.checkout} {params.revision} {params.pins} "
+        "{params.skips} {params.columns} {params.names} --discovery={output.discovery:q} "
+        "--fragment={output.fragment:q} 2> {log:q}"
 
 
 rule discover:

@@ -15,20 +15,21 @@ rule render_report:
     conda:
         AFBENCH_ENV
     params:
-        imports=lambda w, input: flags("import", input.imports),
-        runs=lambda w, input: flags("run", input.runs),
-        figures=lambda w, output: flags("figure", output.figures),
-        confidence=config["report"]["confidence"],
-        settings_digest=report_settings_digest(),
+        imports=lambda w, input: options("import", input.imports),
+        runs=lambda w, input: options("run", input.runs),
+        figures=lambda w, output: options("figure", output.figures),
+        confidence=setting("confidence", "report/confidence"),
+        settings_digest=option("settings-digest", report_settings_digest()),
     shell:
-        "afbench report --summary {input.summary:q} {params.imports} "
-        "--catalog {input.catalog:q} --receipt {input.receipt:q} {params.runs} "
-        "--confidence {params.confidence} --settings-digest {params.settings_digest} "
-        "--html {output.html:q} --analysis {output.analysis:q} {params.figures} 2> {log:q}"
+        "afbench job render-report --summary={input.summary:q} {params.imports} "
+        "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.runs} "
+        "{params.confidence} {params.settings_digest} --html={output.html:q} "
+        "--analysis={output.analysis:q} {params.figures} 2> {log:q}"
 
 
 rule write_artifact_manifest:
-    """Every artifact the config asked for, with its SHA-256, the config digest and versions."""
+    """Every artifact the config asked for, with its SHA-256, the digest of every setting an
+    artifact depends on (transport settings are not among them) and the tool versions."""
     input:
         all_artifacts(),
     output:
@@ -38,12 +39,12 @@ rule write_artifact_manifest:
     conda:
         AFBENCH_ENV
     params:
-        root=lambda w, output: Path(output[0]).parent,
-        revision=REVISION,
-        config_digest=digest(config),
+        root=lambda w, output: option("root", Path(output[0]).parent),
+        revision=setting("revision", "release/revision"),
+        config_digest=option("config-digest", config_digest(config)),
     shell:
-        "afbench artifacts --root {params.root:q} --revision {params.revision} "
-        "--config-digest {params.config_digest} --output {output:q} {input:q} 2> {log:q}"
+        "afbench job write-artifact-manifest {params.root} {params.revision} "
+        "{params.config_digest} --output={output:q} {input:q} 2> {log:q}"
 
 
 rule report:

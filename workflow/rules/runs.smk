@@ -14,15 +14,14 @@ rule import_run:
     conda:
         AFBENCH_ENV
     params:
-        name=lambda w: w.name,
-        kind=lambda w: config["runs"][w.name]["kind"],
-        budget_usd=lambda w: config["runs"][w.name]["budget_usd"],
-        paths=lambda w, input: flags("path", input.paths),
+        name=lambda w: option("name", w.name),
+        kind=setting("kind", "runs/{name}/kind"),
+        budget_usd=setting("budget-usd", "runs/{name}/budget_usd"),
+        paths=lambda w, input: options("path", input.paths),
     shell:
-        "afbench import-run --selection {input.selection:q} --name {params.name:q} "
-        "--kind {params.kind} {params.paths} --budget-usd {params.budget_usd} "
-        "--summary {output.summary:q} --outcomes {output.outcomes:q} "
-        "--attempts {output.attempts:q} 2> {log:q}"
+        "afbench job import-run --selection={input.selection:q} {params.name} {params.kind} "
+        "{params.paths} {params.budget_usd} --summary={output.summary:q} "
+        "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
 
 
 rule runs:

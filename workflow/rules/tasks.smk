@@ -5,7 +5,7 @@ rule export_catalog:
     input:
         manifest=release_file("manifest"),
         sources=release_file("sources"),
-        receipts=[verified("manifest"), verified("sources")],
+        verified=[verified("manifest"), verified("sources")],
     output:
         CATALOG,
     log:
@@ -13,13 +13,20 @@ rule export_catalog:
     conda:
         AFBENCH_ENV
     params:
-        receipts=lambda w, input: flags("receipt", input.receipts),
-        columns=f"{column_flags('manifest')} {column_flags('sources')}",
-        expected_counts=expected_counts(),
+        verified=lambda w, input: options("verified", input.verified),
+        manifest_columns=columns("manifest-column", "manifest"),
+        sources_columns=columns("sources-column", "sources"),
+        expected_counts=option(
+            "expected-counts",
+            ",".join(
+                str(lookup(dpath=f"release/expected_counts/{key}", within=config))
+                for key in ("tasks", "sources", "obligations")
+            ),
+        ),
     shell:
-        "afbench tasks --manifest {input.manifest:q} --sources {input.sources:q} "
-        "{params.receipts} {params.columns} "
-        "--expected-counts {params.expected_counts} --output {output:q} 2> {log:q}"
+        "afbench job export-catalog --manifest={input.manifest:q} --sources={input.sources:q} "
+        "{params.verified} {params.manifest_columns} {params.sources_columns} "
+        "{params.expected_counts} --output={output:q} 2> {log:q}"
 
 
 rule select_tasks:
@@ -34,11 +41,15 @@ rule select_tasks:
     conda:
         AFBENCH_ENV
     params:
-        name=lambda w: w.name,
-        criteria=lambda w: selection_flags(w.name),
+        name=lambda w: option("name", w.name),
+        tasks=lambda w: options("task", config["selections"][w.name]["tasks"]),
+        sources=lambda w: options("source", config["selections"][w.name]["sources"]),
+        limit=lambda w: options(
+            "limit", [n for n in [config["selections"][w.name]["limit"]] if n is not None]
+        ),
     shell:
-        "afbench tasks --catalog {input:q} --name {params.name:q} {params.criteria} "
-        "--output {output:q} 2> {log:q}"
+        "afbench job select-tasks --catalog={input:q} {params.name} {params.tasks} "
+        "{params.sources} {params.limit} --output={output:q} 2> {log:q}"
 
 
 rule tasks:
