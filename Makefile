@@ -7,7 +7,7 @@ STAMP := $(VENV)/.afbench-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test lint format bench clean harbor slurm
+.PHONY: setup demo official test test-fast lint format bench clean harbor slurm
 
 setup: $(STAMP)
 
@@ -24,6 +24,10 @@ official: setup
 
 test: setup
 	$(ACTIVATE) python -m pytest
+
+# unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker or browser): for iteration
+test-fast: setup
+	$(ACTIVATE) python -m pytest -m "not snakemake and not slurm and not harbor and not docker and not browser"
 
 lint: setup
 	$(BIN)/ruff check scripts tests bench

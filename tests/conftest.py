@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from afbench import commands, demo
-from afbench.cli import build_parser
+from afbench import demo
+from afbench.cli import build_parser, words
 from afbench.config import file_for, validate_config
 from afbench.fsutil import sha256_bytes
 from afbench.release import read_verified
@@ -136,15 +136,37 @@ def config_file(cfg: dict) -> str:
 
 
 def afbench(*argv: str, cfg: dict | None = None):
-    """One afbench command run in this process; returns its warnings."""
+    """One afbench command run in this process; returns its warnings. With `cfg`, a seed
+    command reads it as its --config."""
     argv = [str(a) for a in argv] + (["--config", config_file(cfg)] if cfg is not None else [])
-    args = build_parser().parse_args(argv)
-    return getattr(commands, "cmd_" + args.command.replace("-", "_"))(args)
+    args = build_parser(words(argv)).parse_args(argv)
+    return args.handler(args)
+
+
+def job(*argv: str):
+    """`afbench job ...` in this process, its flags as the workflow's rules pass them."""
+    return afbench("job", *argv)
+
+
+def source_flags(cfg: dict) -> list[str]:
+    source = cfg["source"]
+    location = source[{"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]]
+    return [f"--source-kind={source['kind']}", f"--source-location={location}"]
+
+
+def transport_flags(cfg: dict) -> list[str]:
+    from afbench.config import TRANSPORT_SETTINGS
+
+    return [f"--{k.replace('_', '-')}={cfg['source'][k]}" for k in TRANSPORT_SETTINGS]
+
+
+def column_flags(flag: str, mapping: dict[str, str]) -> list[str]:
+    return [f"--{flag}={ours}={theirs}" for ours, theirs in mapping.items()]
 
 
 def fetch_release(cfg: dict, only: list[str] | None = None) -> list[str]:
     """Every pinned file and the receipt (`afbench fetch --release-dir … --all-models`), or just
-    the files named in `only` (a model through --model, a file through --file)."""
+    the files named in `only` (a model through --model, a file through `job fetch-file`)."""
     if not only:
         return afbench("fetch", "--release-dir", release_dir(cfg), "--all-models", cfg=cfg)
     for key in only:
@@ -152,15 +174,15 @@ def fetch_release(cfg: dict, only: list[str] | None = None) -> list[str]:
         if spec.kind == "results":
             afbench("fetch", "--release-dir", release_dir(cfg), "--model", key, cfg=cfg)
         else:
-            afbench(
-                "fetch",
-                "--file",
-                spec.path,
-                "--sha256",
-                spec.sha256,
-                "--output",
-                release_dir(cfg) / spec.path,
-                cfg=cfg,
+            job(
+                "fetch-file",
+                f"--file={spec.path}",
+                f"--sha256={spec.sha256}",
+                *source_flags(cfg),
+                f"--repository={cfg['release']['repository']}",
+                f"--revision={cfg['release']['revision']}",
+                *transport_flags(cfg),
+                f"--output={release_dir(cfg) / spec.path}",
             )
     return []
 
@@ -176,27 +198,22 @@ def catalog_of(cfg: dict) -> dict:
     return json.loads(out.read_text())
 
 
-def import_model(cfg: dict, slug: str, condition: str = "source-present", budget=200) -> dict:
-    """`afbench import-model` on a fetched release (the catalog is exported first)."""
+def import_model(cfg: dict, slug: str, condition: str = "source-present") -> dict:
+    """`afbench job import-model` on a fetched release (the catalog is exported first)."""
     catalog_of(cfg)
     out = revision_dir(cfg) / "imports" / f"{slug}.json"
-    afbench(
+    spec = cfg["models"][slug]
+    job(
         "import-model",
-        "--catalog",
-        revision_dir(cfg) / "tasks" / "catalog.json",
-        "--receipt",
-        release_dir(cfg) / "receipt.json",
-        "--results",
-        release_dir(cfg) / file_for(cfg, slug).path,
-        "--model",
-        slug,
-        "--source-condition",
-        condition,
-        "--budget-usd",
-        budget,
-        "--output",
-        out,
-        cfg=cfg,
+        f"--catalog={revision_dir(cfg) / 'tasks' / 'catalog.json'}",
+        f"--verified={release_dir(cfg) / 'receipt.json'}",
+        f"--results={release_dir(cfg) / file_for(cfg, slug).path}",
+        f"--model={slug}",
+        f"--display-name={spec['display_name']}",
+        f"--pinned-condition={spec['source_condition']}",
+        f"--source-condition={condition}",
+        *column_flags("column", cfg["columns"]["results"]),
+        f"--output={out}",
     )
     return json.loads(out.read_text())
 
@@ -242,7 +259,9 @@ def http_release(release_files):
         },
     )
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
     thread.start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
     yield {
@@ -386,32 +405,27 @@ def run_all(cfg: dict) -> Path:
     imports = rev / "imports/source-present/budget-200"
     models = [slug for slug, spec in cfg["models"].items() if spec["sha256"]]
     for slug in models:
-        afbench(
+        spec = cfg["models"][slug]
+        job(
             "import-model",
-            "--catalog",
-            catalog,
-            "--receipt",
-            receipt,
-            "--results",
-            rel / cfg["models"][slug]["path"],
-            "--model",
-            slug,
-            "--output",
-            imports / f"{slug}.json",
-            cfg=cfg,
+            f"--catalog={catalog}",
+            f"--verified={receipt}",
+            f"--results={rel / spec['path']}",
+            f"--model={slug}",
+            f"--display-name={spec['display_name']}",
+            f"--pinned-condition={spec['source_condition']}",
+            f"--source-condition={cfg['import']['source_condition']}",
+            *column_flags("column", cfg["columns"]["results"]),
+            f"--output={imports / f'{slug}.json'}",
         )
-    strict = ["--strict-budget"] if cfg["import"]["strict_budget"] else []
-    each = [arg for slug in models for arg in ("--import", imports / f"{slug}.json")]
-    afbench(
-        "compare",
+    each = [f"--import={imports / f'{slug}.json'}" for slug in models]
+    job(
+        "compare-models",
         *each,
-        "--receipt",
-        receipt,
-        *strict,
-        "--summary",
-        imports / "summary.json",
-        "--leaderboard",
-        imports / "leaderboard.csv",
+        f"--verified={receipt}",
+        f"--strict-budget={str(cfg['import']['strict_budget']).lower()}",
+        f"--summary={imports / 'summary.json'}",
+        f"--leaderboard={imports / 'leaderboard.csv'}",
     )
     afbench(
         "report",
@@ -426,16 +440,12 @@ def run_all(cfg: dict) -> Path:
         rev / "report",
     )
     files = [p for p in rev.rglob("*") if p.is_file() and p.name != "artifacts.json"]
-    afbench(
-        "artifacts",
-        "--root",
-        rev,
-        "--revision",
-        cfg["release"]["revision"],
-        "--config-digest",
-        "0" * 64,
-        "--output",
-        rev / "artifacts.json",
+    job(
+        "write-artifact-manifest",
+        f"--root={rev}",
+        f"--revision={cfg['release']['revision']}",
+        f"--config-digest={'0' * 64}",
+        f"--output={rev / 'artifacts.json'}",
         *files,
     )
     return rev

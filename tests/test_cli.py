@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from afbench.cli import EXAMPLES, build_parser
+from afbench.cli import build_parser
+from afbench.cli.jobs import JOBS
+from afbench.cli.seed import COMMANDS, DEMO
 
 from conftest import REPO
 
@@ -20,36 +22,36 @@ def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
     return subprocess.run([AFBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
 
 
-def test_every_command_has_help_with_an_example():
+def test_every_user_command_has_help_with_an_example_and_every_job_has_help():
     commands = build_parser()._subparsers._group_actions[0].choices
-    assert set(commands) == set(EXAMPLES)
-    for name in commands:
-        result = cli(name, "--help")
+    assert set(commands) == {*COMMANDS, "demo", "job"}
+    for words in [[name] for name in COMMANDS] + [["demo", name] for name in DEMO]:
+        result = cli(*words, "--help")
         assert result.returncode == 0
-        assert "examples:" in result.stdout and f"afbench {name}" in result.stdout
+        assert "examples:" in result.stdout and f"afbench {' '.join(words)}" in result.stdout
+    for name in JOBS:
+        result = cli("job", name, "--help")
+        assert result.returncode == 0 and "--" in result.stdout, name
 
 
 @pytest.mark.parametrize(
     "args,message",
     [
         (["fetch", "--config", "nowhere.yaml", "--release-dir", "x"], "config file not found"),
-        (["tasks", "--output", "x.json"], "give --release-dir DIR"),
-        (["fetch", "--file", "M.csv", "--sha256", "ab", "--output", "x"], "64 lowercase hex"),
+        (["tasks", "--output", "x.json"], "the following arguments are required: --release-dir"),
+        (["tasks", "--release-dir", "x", "--output", "x.json", "--limit", "-1"], "whole number"),
+        (["job", "fetch-file", "--sha256", "ab"], "expected 64 lowercase hex digits, found 'ab'"),
         (
             ["import-results", "--release-dir", "nowhere", "--all-models", "--output", "x"],
             "receipt not found",
         ),
         (["verdict", "--path", "nowhere.json", "--task", "t"], "verdict file not found"),
-        (["verdict", "--path", "x.json", "--task", "../etc"], "not a safe name"),
+        (["verdict", "--path", "x.json", "--task", "../etc"], "expected a safe name"),
         (
             [
-                "import-model",
-                "--catalog",
-                "c",
-                "--receipt",
-                "r",
-                "--results",
-                "x",
+                "import-results",
+                "--release-dir",
+                "resources/demo-release",
                 "--model",
                 "nope",
                 "--output",
@@ -57,7 +59,7 @@ def test_every_command_has_help_with_an_example():
                 "--config",
                 "config/demo.yaml",
             ],
-            "unknown model 'nope'",
+            "receipt not found",
         ),
     ],
 )
@@ -114,30 +116,26 @@ def test_refusals_never_remove_an_earlier_artifact(fetched_config, tmp_path):
     rev = run_all(fetched_config)
     imports = rev / "imports/source-present/budget-200"
     before = {p: p.read_bytes() for p in (imports / "summary.json", imports / "leaderboard.csv")}
-    each = [a for m in sorted(imports.glob("demo-model-*.json")) for a in ("--import", str(m))]
+    each = [f"--import={m}" for m in sorted(imports.glob("demo-model-*.json"))]
     result = cli(
-        "compare",
+        "job",
+        "compare-models",
         *each,
-        "--strict-budget",
-        "--summary",
-        str(imports / "summary.json"),
-        "--leaderboard",
-        str(imports / "leaderboard.csv"),
+        "--strict-budget=true",
+        f"--summary={imports / 'summary.json'}",
+        f"--leaderboard={imports / 'leaderboard.csv'}",
     )
     assert result.returncode == 2 and "strict budget comparison refused" in result.stderr
     assert {p: p.read_bytes() for p in before} == before
     outside = tmp_path / "elsewhere.json"
     outside.write_text("{}")
     result = cli(
-        "artifacts",
-        "--root",
-        str(rev),
-        "--revision",
-        "a" * 40,
-        "--config-digest",
-        "0" * 64,
-        "--output",
-        str(tmp_path / "m.json"),
+        "job",
+        "write-artifact-manifest",
+        f"--root={rev}",
+        f"--revision={'a' * 40}",
+        f"--config-digest={'0' * 64}",
+        f"--output={tmp_path / 'm.json'}",
         str(outside),
     )
     assert result.returncode == 2 and "outside the artifact directory" in result.stderr
@@ -156,36 +154,57 @@ def test_refusals_never_remove_an_earlier_artifact(fetched_config, tmp_path):
     ]
     for budget in ("nan", "inf", "-200", "200\n"):
         result = cli(*common, "--budget-usd", budget)
-        assert result.returncode == 2 and "budget_usd" in result.stderr, budget
+        assert result.returncode == 2 and "--budget-usd" in result.stderr, budget
         assert "Traceback" not in result.stderr
     assert not (tmp_path / "o.json").exists()
 
 
-def test_a_partial_column_mapping_keeps_the_other_columns(fetched_config, tmp_path):
-    from conftest import catalog_of, release_dir, revision_dir
+def test_a_job_needs_every_column_mapped_once(fetched_config, tmp_path):
+    from conftest import catalog_of, column_flags, release_dir, revision_dir
 
     catalog_of(fetched_config)
     common = [
+        "job",
         "import-model",
-        "--catalog",
-        str(revision_dir(fetched_config) / "tasks/catalog.json"),
-        "--receipt",
-        str(release_dir(fetched_config) / "receipt.json"),
-        "--results",
-        str(release_dir(fetched_config) / "results/demo-model-a.csv"),
-        "--model",
-        "demo-model-a",
-        "--display-name",
-        "A",
-        "--pinned-condition",
-        "source-present",
-        "--source-condition",
-        "source-present",
-        "--budget-usd",
-        "200",
+        f"--catalog={revision_dir(fetched_config) / 'tasks/catalog.json'}",
+        f"--verified={release_dir(fetched_config) / 'receipt.json'}",
+        f"--results={release_dir(fetched_config) / 'results/demo-model-a.csv'}",
+        "--model=demo-model-a",
+        "--display-name=A",
+        "--pinned-condition=source-present",
+        "--source-condition=source-present",
     ]
-    result = cli(*common, "--column", "task_id=task_id", "--output", str(tmp_path / "a.json"))
+    columns = column_flags("column", fetched_config["columns"]["results"])
+    result = cli(*common, *columns, "--output", str(tmp_path / "a.json"))
     assert result.returncode == 0, result.stderr
-    result = cli(*common, "--column", "nope=x", "--output", str(tmp_path / "b.json"))
-    assert result.returncode == 2 and "not a field of this file" in result.stderr
-    assert "Traceback" not in result.stderr and not (tmp_path / "b.json").exists()
+    for wrong, message in (
+        (columns[:1], "fields without a column"),
+        ([*columns, "--column=nope=x"], "not a field of this file"),
+        ([*columns, columns[0]], "field mapped twice"),
+    ):
+        result = cli(*common, *wrong, "--output", str(tmp_path / "b.json"))
+        assert result.returncode == 2 and message in result.stderr, result.stderr
+        assert "Traceback" not in result.stderr and not (tmp_path / "b.json").exists()
+
+
+def test_a_value_that_begins_with_a_dash_reaches_the_job_intact(fetched_config, tmp_path):
+    """Rules pass every value as --flag=value, so a display name such as `--> x` is a value."""
+    from conftest import catalog_of, column_flags, release_dir, revision_dir
+
+    catalog_of(fetched_config)
+    out = tmp_path / "a.json"
+    result = cli(
+        "job",
+        "import-model",
+        f"--catalog={revision_dir(fetched_config) / 'tasks/catalog.json'}",
+        f"--verified={release_dir(fetched_config) / 'receipt.json'}",
+        f"--results={release_dir(fetched_config) / 'results/demo-model-a.csv'}",
+        "--model=demo-model-a",
+        "--display-name=--> x",
+        "--pinned-condition=source-present",
+        "--source-condition=source-present",
+        *column_flags("column", fetched_config["columns"]["results"]),
+        f"--output={out}",
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(out.read_text())["display_name"] == "--> x"

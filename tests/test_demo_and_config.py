@@ -83,7 +83,7 @@ def test_official_config_has_the_known_pins_and_null_pins_for_the_rest():
         (lambda c: c["release"].update(revision="main"), "release/revision"),
         (lambda c: c["files"]["manifest"].update(sha256="abc"), "files/manifest/sha256"),
         (lambda c: c.update(unknown_key=1), "(top level)"),
-        (lambda c: c["import"].update(budget_usd=-1), "import/budget_usd"),
+        (lambda c: c["release"].update(nominal_budget_usd=-1), "release/nominal_budget_usd"),
         (lambda c: c["selections"].update({"../x": {}}), "selections"),
         (lambda c: c.update(release=5), "release"),
         (

@@ -116,9 +116,11 @@ def demo(tmp_path_factory, release_files, demo_yaml) -> Path:
     # a verdict-folder run on three demo tasks
     three = rev / "tasks/selections/three.json"
     afbench(
-        "tasks",
+        "job",
+        "select-tasks",
         "--catalog",
         catalog,
+        "--name=three",
         *[a for t in VERDICTS for a in ("--task", t)],
         "--output",
         three,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 
 import pytest
 
@@ -11,7 +12,7 @@ from afbench import demo
 from afbench.errors import AfbenchError
 from afbench.official import summarize
 
-from conftest import config_for, fetch_release, import_model, write_tree
+from conftest import afbench, config_for, fetch_release, import_model, release_dir, write_tree
 
 MODEL = "demo-model-a"
 PATH = f"results/{MODEL}.csv"
@@ -36,7 +37,22 @@ def import_with(tmp_path, release_files, demo_yaml, data: bytes, slug=MODEL, **k
         files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, tmp_path / "r", demo_yaml
     )
     fetch_release(cfg)
-    return import_model(cfg, slug, kw.get("condition", "source-present"), kw.get("budget", 200))
+    if "budget" in kw:  # the seed's import-results takes a budget; a job uses the nominal one
+        out = tmp_path / "reference.json"
+        afbench(
+            "import-results",
+            "--release-dir",
+            release_dir(cfg),
+            "--model",
+            slug,
+            "--budget-usd",
+            kw["budget"],
+            "--output",
+            out,
+            cfg=cfg,
+        )
+        return json.loads(out.read_text())["models"][0]
+    return import_model(cfg, slug, kw.get("condition", "source-present"))
 
 
 def mutated(release_files, index: int, **changes) -> bytes:
@@ -147,10 +163,7 @@ def test_relabelled_condition_and_other_budget_are_refused(tmp_path, release_fil
 
 
 def test_demo_pass_counts_and_over_budget_record(fetched_config):
-    imports = [
-        import_model(fetched_config, slug, "source-present", 200)
-        for slug in demo.INTENDED_PASS_COUNTS
-    ]
+    imports = [import_model(fetched_config, slug) for slug in demo.INTENDED_PASS_COUNTS]
     assert {i["model"]: i["passes"] for i in imports} == demo.INTENDED_PASS_COUNTS
     over = [r for i in imports for r in i["budget_audit"]["over_budget"]]
     assert len(over) == 1 and over[0]["source"] == demo.OVER_BUDGET["model"]
@@ -168,10 +181,7 @@ def test_demo_pass_counts_and_over_budget_record(fetched_config):
 
 
 def test_comparison_refuses_different_scaffolds(fetched_config):
-    imports = [
-        import_model(fetched_config, slug, "source-present", 200)
-        for slug in ("demo-model-a", "demo-model-b")
-    ]
+    imports = [import_model(fetched_config, slug) for slug in ("demo-model-a", "demo-model-b")]
     imports[1]["scaffold"] = "another-scaffold"
     with pytest.raises(AfbenchError, match="comparison refused: models differ in scaffold"):
         summarize(imports, strict_budget=False)

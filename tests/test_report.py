@@ -135,10 +135,12 @@ def test_report_refuses_numbers_older_than_their_pin(dir_config):
     receipt = release_dir(dir_config) / "receipt.json"
     with pytest.raises(AfbenchError, match="import of model 'demo-model-a' is older than its pin"):
         afbench(
-            "compare",
+            "job",
+            "compare-models",
             *each,
-            "--receipt",
+            "--verified",
             receipt,
+            "--strict-budget=false",
             "--summary",
             rev / "s.json",
             "--leaderboard",

@@ -155,7 +155,7 @@ def test_unsafe_selection_and_run_names_are_refused(fetched_config, tmp_path, ca
         str(tmp_path / "run"),
     ]
     assert main(run) == 2
-    assert "not a safe name" in capsys.readouterr().err
+    assert "expected a safe name" in capsys.readouterr().err
     assert not (tmp_path / "run").exists()
 
 

@@ -79,6 +79,20 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     assert planned(root, *args) == {}
     assert not list(root.rglob("PWNED"))
 
+    # how a file is downloaded cannot change a verified byte: changing every transport
+    # setting schedules nothing, not even the artifact manifest (its digest leaves them out)
+    transport = {
+        "connect_timeout_s": 3,
+        "read_timeout_s": 7,
+        "total_timeout_s": 61,
+        "retries": 1,
+        "backoff_factor": 0.25,
+        "max_bytes": 12_345_678,
+    }
+    write_config(root, {**cfg, "source": {**cfg["source"], **transport}})
+    assert planned(root, *args) == {}
+    write_config(root, cfg)
+
     # a new pin (and new bytes) for one model: that file, its import, and what depends on them
     target = mirror / "results/demo-model-c.csv"
     data = target.read_bytes().replace(b"42.", b"43.", 1)

@@ -49,6 +49,7 @@ def test_catalog_counts_links_and_input_hashes(catalog, fetched_config):
     assert "not a task package" in catalog["note"]
     assert "not AutoformBench data" in catalog["license"]  # the demo says it is synthetic
     fetched_config["release"]["synthetic"] = False
+    fetched_config["release"]["license"] = "CC BY-NC 4.0 (research and evaluation only)"
     afbench("verify", "--release-dir", release_dir(fetched_config), cfg=fetched_config)
     assert "CC BY-NC 4.0" in build_catalog(fetched_config)["license"]
 
@@ -140,7 +141,7 @@ def test_cli_limit_must_be_an_integer(fetched_config, tmp_path, capsys):
         str(tmp_path / "x.json"),
     ]
     assert main([*common, "--limit", "two"]) == 2
-    assert "field '--limit': not a whole number" in capsys.readouterr().err
+    assert "argument --limit: expected a whole number >= 1, found 'two'" in capsys.readouterr().err
     assert not (tmp_path / "x.json").exists()
     assert main([*common, "--book", "demo_source_02", "--limit", "2"]) == 0
     assert len(json.loads((tmp_path / "x.json").read_text())["task_ids"]) == 2

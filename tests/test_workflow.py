@@ -21,7 +21,7 @@ from conftest import REPO, demo_revision, project, snakemake
 # the artifact tree's own names (workflow/rules/common.smk is their one home)
 ARTIFACT_PATHS = re.compile(
     r"tasks/catalog\.json|tasks/selections|release/receipt\.json|release/verified|"
-    r"imports/source-|budget-\d|plans/|runs/|report/(index|analysis|figures)|"
+    r"imports/source-|budget-\d|/plans/|/runs/|report/(index|analysis|figures)|release-identity\.json|"
     r"artifacts\.json|(?<![/$\w])logs/"
 )
 
@@ -40,6 +40,7 @@ def test_no_artifact_path_is_spelled_outside_the_workflow():
     assert offenders == []
 
 
+@pytest.mark.snakemake
 def test_every_job_command_names_its_files(demo_project):
     """`snakemake -n -p` shows each job's inputs, outputs and log in its command."""
     result = snakemake(demo_project, "-n", "-p", "--forceall")
@@ -52,9 +53,9 @@ def test_every_job_command_names_its_files(demo_project):
     assert len(commands) >= 40
     # no config blob or config file: every setting is its own flag
     assert not [c for c in commands if re.search(r"--config([ =]|-j)", c) or "2> " not in c]
-    catalog = next(c for c in commands if c.startswith("afbench tasks --manifest"))
+    catalog = next(c for c in commands if c.startswith("afbench job export-catalog "))
     assert "release/MANIFEST.csv" in catalog and "release/verified/manifest.json" in catalog
-    assert "--output results/" in catalog and "tasks/catalog.json" in catalog
+    assert "--output=results/" in catalog and "tasks/catalog.json" in catalog
 
 
 def _tree(root: Path, project_dir: Path) -> dict[str, bytes]:
@@ -127,6 +128,7 @@ def installed(tmp_path_factory) -> Path:
     return venv
 
 
+@pytest.mark.snakemake
 def test_installed_package_runs_the_interface_commands(installed, demo_project, tmp_path):
     env = {**os.environ, "PYTHONPATH": sysconfig.get_paths()["purelib"]}
     where = subprocess.run(
@@ -232,3 +234,65 @@ def test_installed_package_runs_the_interface_commands(installed, demo_project, 
     plan = json.loads((runs / "nop-plan.json").read_text())
     assert plan["executed"] is False and [t["task_id"] for t in plan["tasks"]] == ["demo_s01_t001"]
     assert json.loads((runs / "verdict-import.json").read_text())["reward"] == 0
+
+
+def _rules() -> dict[str, str]:
+    """Every rule of the workflow with its shell command's text (empty for a target)."""
+    text = "\n".join(p.read_text() for p in sorted((REPO / "workflow").rglob("*.smk")))
+    found = {}
+    for block in re.split(r"\n(?=(?:rule|checkpoint|use rule) )", text):
+        head = re.match(r"(?:rule|checkpoint) (\w+):", block)
+        if head:
+            shell = re.search(r"shell:\n((?:\s+\".*\"\n?)+)", block)
+            found[head.group(1)] = shell.group(1) if shell else ""
+    return found
+
+
+def test_each_job_rule_runs_its_own_job_command_and_each_job_command_has_a_rule():
+    from afbench.cli.jobs import JOBS
+
+    rules = {name: shell for name, shell in _rules().items() if shell}
+    commands = {
+        name: re.match(r'\s*"afbench job ([a-z-]+) ', shell).group(1)
+        for name, shell in rules.items()
+    }
+    assert {name: command for name, command in commands.items()} == {
+        name: name.replace("_", "-") for name in rules
+    }
+    assert set(commands.values()) == set(JOBS)
+
+
+def _schema_leaves(node: dict, path: tuple = ()) -> list[tuple]:
+    if node.get("type") == "object" or "properties" in node:
+        leaves = []
+        for key, child in node.get("properties", {}).items():
+            leaves += _schema_leaves(child, (*path, key))
+        extra = node.get("additionalProperties")
+        if isinstance(extra, dict):
+            leaves += _schema_leaves(extra, (*path, "*"))
+        return leaves or [path]
+    if node.get("type") == "array" and isinstance(node.get("items"), dict):
+        items = node["items"]
+        return _schema_leaves(items, (*path, "[]")) if "properties" in items else [path]
+    return [path]
+
+
+def test_every_config_key_is_read_by_some_code_path():
+    """A key the schema documents but no code reads is a promise nothing keeps: each leaf's
+    name must be read somewhere in the package or the workflow (as a quoted key or the last
+    part of a dpath), and so must each section's."""
+    from afbench.config import _schema
+
+    code = "\n".join(
+        p.read_text()
+        for folder in ("scripts/afbench", "workflow")
+        for p in sorted((REPO / folder).rglob("*"))
+        if p.suffix in (".py", ".smk") or p.name == "Snakefile"
+    )
+    unread = []
+    for leaf in _schema_leaves(_schema()):
+        for key in (k for k in leaf if k not in ("*", "[]")):
+            if not re.search(rf"[\"'/]{re.escape(key)}[\"']", code):
+                unread.append("/".join(leaf))
+                break
+    assert unread == []
