@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import math
+import random
+from fractions import Fraction
 
 import pytest
 
+from afbench import stats
 from afbench.stats import (
+    EXACT_INTEGER_LIMIT,
     holm,
     mcnemar_exact,
+    mcnemar_exact_many,
     paired_difference_from_counts,
     pareto_frontier,
     standard_error,
@@ -47,8 +52,6 @@ def test_exact_mcnemar_by_hand():
 
 
 def test_large_mcnemar_matches_exact_integer_arithmetic():
-    from fractions import Fraction
-
     for only_a, only_b in [(600, 700), (480, 521), (1500, 1400), (10, 2000)]:
         n = only_a + only_b
         exact = float(
@@ -58,6 +61,79 @@ def test_large_mcnemar_matches_exact_integer_arithmetic():
             )
         )
         assert mcnemar_exact(only_a, only_b) == pytest.approx(exact, rel=1e-9, abs=1e-300)
+
+
+def reference_mcnemar_exact(only_a: int, only_b: int) -> float:
+    """`mcnemar_exact` as it was before the per-term loops went (commit 3ffd83b), verbatim: the
+    fast one must return the same float, to the last bit. bench/stats_speed.py times it."""
+    n = only_a + only_b
+    if n == 0:
+        return 1.0
+    k = min(only_a, only_b)
+    if n <= EXACT_INTEGER_LIMIT:
+        tail = sum(math.comb(n, i) for i in range(k + 1))
+        return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+    log_norm = math.lgamma(n + 1) - n * math.log(2)
+    logs = [log_norm - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
+    top = max(logs)
+    tail = math.exp(top) * math.fsum(math.exp(x - top) for x in logs)
+    return min(1.0, 2 * tail)
+
+
+def test_fast_mcnemar_is_bit_identical_for_every_count_up_to_400():
+    pairs = [(only_a, n - only_a) for n in range(401) for only_a in range(n + 1)]
+    reference: dict[tuple[int, int], float] = {}
+    for only_a, only_b in pairs:
+        key = (only_a + only_b, min(only_a, only_b))
+        if key not in reference:
+            reference[key] = reference_mcnemar_exact(only_a, only_b)
+    fast = mcnemar_exact_many(pairs)
+    assert fast == [reference[a + b, min(a, b)] for a, b in pairs]
+
+
+def test_fast_mcnemar_is_bit_identical_in_log_space_up_to_40000():
+    rng = random.Random(20241101)
+    pairs = [(0, 1001), (500, 501), (1, 1000), (20_000, 20_000), (19_999, 20_001), (0, 40_000)]
+    for _ in range(150):  # anywhere, mostly p == 0.0 ...
+        n = rng.randint(EXACT_INTEGER_LIMIT - 50, 40_000)
+        pairs.append((only_a := rng.randint(0, n), n - only_a))
+    for _ in range(150):  # ... and near n/2, where p is neither 0 nor 1 and the tail is long
+        n = rng.randint(EXACT_INTEGER_LIMIT + 1, 40_000)
+        only_a = min(n, max(0, n // 2 + round(rng.gauss(0, 2 * math.sqrt(n)))))
+        pairs.append((only_a, n - only_a))
+    expected = [reference_mcnemar_exact(a, b) for a, b in pairs]
+    assert 0 < sum(0.0 < p < 1.0 for p in expected) < len(pairs)
+    assert mcnemar_exact_many(pairs) == expected
+    assert [mcnemar_exact(a, b) for a, b in pairs] == expected
+
+
+def test_dropped_terms_are_summed_when_they_could_change_the_rounding():
+    """The log-space branch skips terms 50 nats below the largest only when their bound cannot
+    move the rounded sum. With a cut a few nats below the largest, the skipped terms matter
+    nearly always (without the check, 400 of these 400 p-values differ at 8 nats, 329 at 35):
+    the check must catch every one of them and sum the terms after all."""
+    rng = random.Random(5)
+    counts = []
+    for _ in range(200):
+        n = rng.randint(EXACT_INTEGER_LIMIT + 1, 20_000)
+        only_a = min(n, max(0, n // 2 + round(rng.gauss(0, 2 * math.sqrt(n)))))
+        counts.append((n, min(only_a, n - only_a)))
+    lgamma = stats._lgamma_table(20_001)
+    for nats in (0.5, 8.0, 35.0):
+        fast = [stats._log_space_p(n, k, lgamma, significant_nats=nats) for n, k in counts]
+        assert fast == [reference_mcnemar_exact(k, n - k) for n, k in counts], nats
+
+
+def test_mcnemar_many_keeps_the_input_order_and_refuses_negative_counts():
+    assert mcnemar_exact_many([(0, 6), (5, 5), (6, 0), (0, 0)]) == [2 / 64, 1.0, 2 / 64, 1.0]
+    assert mcnemar_exact_many([]) == []
+    with pytest.raises(ValueError, match="non-negative"):
+        mcnemar_exact(-1, 3)
+
+
+def test_terms_beyond_the_cutoff_are_exactly_zero_after_exp():
+    # the log-space branch drops terms 760 nats below the largest: exp gives 0.0 from -745.14
+    assert math.exp(-745.2) == 0.0 and math.exp(-745.1) > 0.0
 
 
 def test_holm_adjustment():
