@@ -7,10 +7,18 @@ import random
 from fractions import Fraction
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from afbench import stats
 from afbench.stats import (
+    CLUSTERED_DIFFERENCE_METHOD,
+    CLUSTERED_RATE_METHOD,
     EXACT_INTEGER_LIMIT,
+    clustered_difference,
+    clustered_difference_from_counts,
+    clustered_rate,
+    clustered_rate_from_counts,
     holm,
     mcnemar_exact,
     mcnemar_exact_many,
@@ -183,3 +191,124 @@ def test_pareto_frontier():
         "tie": (20, 0.5),
     }
     assert pareto_frontier(points) == ["cheap", "mid", "tie", "best"]
+
+
+def test_clustered_rate_by_hand():
+    # sources A, C = (1, 1, 1) and B, D = (0, 0, 0): mean 1/2, deviation per source ±1.5;
+    # SE_cl = sqrt(4 · 1.5²) / 12 = 1/4, SE_iid = sqrt(12 · 0.25) / 12, design effect 9/3 = 3
+    # (the cluster size, as outcomes are identical within a source)
+    sources = [c for c in "ABCD" for _ in range(3)]
+    result = clustered_rate([1, 1, 1, 0, 0, 0] * 2, sources)
+    assert (result["mean"], result["se_clustered"]) == (0.5, 0.25)
+    assert result["se_iid"] == pytest.approx(math.sqrt(3) / 12, rel=1e-15)
+    assert result["design_effect"] == 3.0
+    assert (result["clusters"], result["tasks"], result["confidence"]) == (4, 12, 0.95)
+    half = z_for(0.95) * 0.25
+    assert (result["low"], result["high"]) == (0.5 - half, 0.5 + half)
+    assert result["method"] == CLUSTERED_RATE_METHOD
+    assert result == clustered_rate_from_counts([3, 0, 3, 0], [3, 3, 3, 3])
+
+
+def test_clustered_interval_is_clipped_and_degenerate_cases_have_no_design_effect():
+    # 9 of 10 in one source, 1 of 2 in another: mean + z·SE_cl exceeds 1
+    high = clustered_rate_from_counts([9, 1], [10, 2], confidence=0.99)
+    assert high["mean"] + z_for(0.99) * high["se_clustered"] > 1 and high["high"] == 1.0
+    assert high["low"] < high["mean"]
+    low = clustered_difference_from_counts([0, 1], [5, 0], [5, 2])
+    assert low["mean"] - z_for(0.95) * low["se_clustered"] < -1 and low["low"] == -1.0
+    assert low["method"] == CLUSTERED_DIFFERENCE_METHOD
+    for same in (clustered_rate([1, 1, 1], "abc"), clustered_rate_from_counts([0, 0], [2, 3])):
+        assert same["se_clustered"] == same["se_iid"] == 0.0 and same["design_effect"] is None
+        assert same["low"] == same["high"] == same["mean"]
+    empty_source = clustered_rate_from_counts([2, 0, 1], [4, 0, 3])
+    assert empty_source["clusters"] == 2 and empty_source["tasks"] == 7
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: clustered_rate([1, 2], "ab"), "0 or 1"),
+        (lambda: clustered_rate([1, 0], "a"), "one cluster id per value"),
+        (lambda: clustered_rate([], []), "at least one task"),
+        (lambda: clustered_rate_from_counts([3], [2]), "between 0 and"),
+        (lambda: clustered_rate_from_counts([1, 1], [2]), "one size per source"),
+        (lambda: clustered_rate_from_counts([1], [2], confidence=1.0), "confidence"),
+        (lambda: clustered_difference([2], "a"), "-1, 0 or 1"),
+        (lambda: clustered_difference_from_counts([2], [1], [2]), "at most the task count"),
+        (lambda: clustered_difference_from_counts([1], [], [2]), "one count of each kind"),
+    ],
+)
+def test_clustered_refusals(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+clustered_tasks = st.lists(
+    st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from("ABCDE")), min_size=1
+)
+
+
+@given(clustered_tasks)
+def test_clustered_standard_errors_match_the_textbook_sums(tasks):
+    a, b, sources = (list(column) for column in zip(*tasks, strict=True))
+    n = len(tasks)
+    for values, result in [
+        (a, clustered_rate(a, sources)),
+        (
+            [x - y for x, y in zip(a, b, strict=True)],
+            clustered_difference([x - y for x, y in zip(a, b, strict=True)], sources),
+        ),
+    ]:
+        mean = math.fsum(values) / n
+        per_source = {
+            c: math.fsum(v - mean for v, s in zip(values, sources, strict=True) if s == c)
+            for c in set(sources)
+        }
+        between = math.fsum(d * d for d in per_source.values())
+        assert result["mean"] == mean
+        assert result["se_clustered"] == pytest.approx(math.sqrt(between) / n, abs=1e-12)
+        within = math.fsum((v - mean) ** 2 for v in values)
+        assert result["se_iid"] == pytest.approx(math.sqrt(within) / n, abs=1e-12)
+        assert result["clusters"] == len(per_source)
+
+
+@given(clustered_tasks)
+def test_per_source_counts_give_the_per_task_result(tasks):
+    a, b, sources = (list(column) for column in zip(*tasks, strict=True))
+    order = sorted(set(sources))
+    passes = [sum(x for x, s in zip(a, sources, strict=True) if s == c) for c in order]
+    sizes = [sources.count(c) for c in order]
+    # the per-task form sums clusters in order of appearance: the result must not depend on it
+    assert clustered_rate(a, sources) == clustered_rate_from_counts(passes, sizes)
+    only_a = [sum(x > y for x, y, s in zip(a, b, sources, strict=True) if s == c) for c in order]
+    only_b = [sum(y > x for x, y, s in zip(a, b, sources, strict=True) if s == c) for c in order]
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    assert clustered_difference(differences, sources) == clustered_difference_from_counts(
+        only_a, only_b, sizes
+    )
+
+
+@given(st.lists(st.integers(0, 1), min_size=2))
+def test_design_effect_is_one_with_singleton_clusters(values):
+    result = clustered_rate(values, list(range(len(values))))
+    assert result["se_clustered"] == result["se_iid"]
+    assert result["design_effect"] == (None if len(set(values)) == 1 else 1.0)
+    # the plug-in variance (1/n): sqrt((n-1)/n) times the sample-variance standard error
+    n = len(values)
+    expected = standard_error(sum(values), n) * math.sqrt((n - 1) / n)
+    assert result["se_iid"] == pytest.approx(expected, rel=1e-12, abs=1e-300)
+
+
+def test_clustered_difference_without_clusters_is_the_paired_difference():
+    only_a, only_b, n = 30, 12, 100
+    singletons = clustered_difference_from_counts(
+        [1] * only_a + [0] * (n - only_a),
+        [0] * (only_a) + [1] * only_b + [0] * (n - only_a - only_b),
+        [1] * n,
+    )
+    paired = paired_difference_from_counts(only_a, only_b, n)
+    assert singletons["mean"] == paired["difference"]
+    assert singletons["se_iid"] == pytest.approx(
+        paired["standard_error"] * math.sqrt((n - 1) / n), rel=1e-14
+    )
+    assert singletons["design_effect"] == 1.0

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable, Sequence
 from itertools import groupby, repeat
 from operator import itemgetter, sub
 from statistics import NormalDist
 
 
 def z_for(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
     return NormalDist().inv_cdf((1 + confidence) / 2)
 
 
@@ -198,6 +200,129 @@ def paired_difference_from_counts(
     se = math.sqrt(max(var, 0.0) / n)
     z = z_for(confidence)
     return {"difference": mean, "standard_error": se, "low": mean - z * se, "high": mean + z * se}
+
+
+CLUSTERED_RATE_METHOD = (
+    "clustered standard error over sources (Miller 2024, eq. 4); normal interval "
+    "mean ± z·SE_clustered, clipped to [0, 1]"
+)
+CLUSTERED_DIFFERENCE_METHOD = (
+    "paired difference a - b per task; clustered standard error over sources (Miller 2024, "
+    "eq. 4); normal interval mean ± z·SE_clustered, clipped to [-1, 1]"
+)
+
+
+def _clustered(
+    sums: Sequence[int],
+    sizes: Sequence[int],
+    sum_of_squares: int,
+    confidence: float,
+    bounds: tuple[float, float],
+    method: str,
+) -> dict:
+    """Miller (2024, eq. 4) from per-cluster sums s_c and sizes n_c of integer outcomes:
+    SE_cl = sqrt(sum_c (s_c - n_c·mean)^2) / n and SE_iid = sqrt(sum_i (x_i - mean)^2) / n, the
+    same formula with every task its own cluster. Both radicands are exact integers over powers
+    of n: sum_c (n·s_c - n_c·S)^2 / n^4 and (n·sum x_i^2 - S^2) / n^3 with S = sum_c s_c, so
+    each standard error is rounded twice (one division, one sqrt) and the design effect
+    (SE_cl / SE_iid)^2 = sum_c (n·s_c - n_c·S)^2 / (n·(n·sum x_i^2 - S^2)) once: exactly 1.0
+    when every cluster is a single task, and None when SE_iid is 0 (all outcomes equal)."""
+    n, total = sum(sizes), sum(sums)
+    if n <= 0:
+        raise ValueError("need at least one task")
+    between = sum((n * s - size * total) ** 2 for s, size in zip(sums, sizes, strict=True))
+    within = n * sum_of_squares - total * total
+    mean = total / n
+    se_clustered = math.sqrt(between / n**4)
+    half = z_for(confidence) * se_clustered
+    return {
+        "mean": mean,
+        "se_clustered": se_clustered,
+        "se_iid": math.sqrt(within / n**3),
+        "design_effect": between / (n * within) if within else None,
+        "clusters": sum(1 for size in sizes if size > 0),
+        "tasks": n,
+        "confidence": confidence,
+        "low": max(bounds[0], mean - half),
+        "high": min(bounds[1], mean + half),
+        "method": method,
+    }
+
+
+def _sums_by_cluster(values: Sequence[int], clusters: Sequence[Hashable]) -> list[list[int]]:
+    """[sum, count] per cluster, in order of first appearance."""
+    if len(values) != len(clusters):
+        raise ValueError("one cluster id per value is needed")
+    by_cluster: dict[Hashable, list[int]] = {}
+    for value, cluster in zip(values, clusters, strict=True):
+        entry = by_cluster.setdefault(cluster, [0, 0])
+        entry[0] += value
+        entry[1] += 1
+    return list(by_cluster.values())
+
+
+def clustered_rate(
+    successes: Sequence[int], clusters: Sequence[Hashable], confidence: float = 0.95
+) -> dict:
+    """Success rate over tasks with the clustered standard error over their sources (Miller
+    2024, eq. 4), from per-task success (0/1 or bools) and each task's cluster id. Returns
+    mean, se_clustered, se_iid, design_effect (None if se_iid is 0), clusters, tasks,
+    confidence, low, high (mean ± z·se_clustered clipped to [0, 1]) and method."""
+    if any(x not in (0, 1) for x in successes):
+        raise ValueError("successes must be 0 or 1")
+    sums = _sums_by_cluster([int(x) for x in successes], clusters)
+    return clustered_rate_from_counts([s for s, _ in sums], [c for _, c in sums], confidence)
+
+
+def clustered_rate_from_counts(
+    passes: Sequence[int], sizes: Sequence[int], confidence: float = 0.95
+) -> dict:
+    """`clustered_rate` from passes and task counts per source (e.g. an import's
+    passes_by_source): for 0/1 outcomes sum_{i in c}(x_i - mean) = passes_c - n_c·mean and
+    sum_i x_i^2 = sum_c passes_c, so nothing per task is needed. Sources with no tasks count for
+    nothing, not even as clusters."""
+    if len(passes) != len(sizes):
+        raise ValueError("one size per source is needed")
+    if any(not 0 <= k <= size for k, size in zip(passes, sizes, strict=True)):
+        raise ValueError("passes must be between 0 and the source's task count")
+    return _clustered(passes, sizes, sum(passes), confidence, (0.0, 1.0), CLUSTERED_RATE_METHOD)
+
+
+def clustered_difference(
+    differences: Sequence[int], clusters: Sequence[Hashable], confidence: float = 0.95
+) -> dict:
+    """Mean paired difference a_i - b_i (each -1, 0 or 1) with the clustered standard error over
+    sources (Miller 2024, eq. 4). Same fields as `clustered_rate`; low and high clipped to
+    [-1, 1]."""
+    if any(d not in (-1, 0, 1) for d in differences):
+        raise ValueError("paired differences must be -1, 0 or 1")
+    only_a = _sums_by_cluster([int(d == 1) for d in differences], clusters)
+    only_b = _sums_by_cluster([int(d == -1) for d in differences], clusters)
+    return clustered_difference_from_counts(
+        [s for s, _ in only_a], [s for s, _ in only_b], [c for _, c in only_a], confidence
+    )
+
+
+def clustered_difference_from_counts(
+    only_a: Sequence[int], only_b: Sequence[int], sizes: Sequence[int], confidence: float = 0.95
+) -> dict:
+    """`clustered_difference` from the discordant counts per source (tasks only a solved, only
+    b solved, and the source's task count): sum_{i in c}(x_i - mean) = (only_a_c - only_b_c) -
+    n_c·mean and sum_i x_i^2 = sum_c (only_a_c + only_b_c)."""
+    if not len(only_a) == len(only_b) == len(sizes):
+        raise ValueError("one count of each kind per source is needed")
+    if any(
+        a < 0 or b < 0 or a + b > size for a, b, size in zip(only_a, only_b, sizes, strict=True)
+    ):
+        raise ValueError("discordant counts must be non-negative and at most the task count")
+    return _clustered(
+        [a - b for a, b in zip(only_a, only_b, strict=True)],
+        sizes,
+        sum(only_a) + sum(only_b),
+        confidence,
+        (-1.0, 1.0),
+        CLUSTERED_DIFFERENCE_METHOD,
+    )
 
 
 def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
