@@ -46,6 +46,16 @@ def test_wilson_edge_cases_and_midpoint():
         wilson_interval(0, 0)
 
 
+def test_wilson_with_one_or_two_tasks_and_impossible_counts():
+    assert wilson_interval(0, 1) == (0.0, pytest.approx(Z2 / (1 + Z2)))  # 0.79345
+    assert wilson_interval(1, 1) == (pytest.approx(1 / (1 + Z2)), 1.0)
+    low, high = wilson_interval(1, 2)
+    assert 0 < low < 0.5 < high < 1 and low + high == pytest.approx(1.0)
+    for successes in (-1, 3):
+        with pytest.raises(ValueError, match="between 0 and n"):
+            wilson_interval(successes, 2)
+
+
 def test_standard_error_uses_the_sample_variance():
     assert standard_error(5, 10) == pytest.approx(math.sqrt(0.25 / 9))
     assert standard_error(0, 10) == 0.0

@@ -19,6 +19,8 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """Wilson score interval for a binomial proportion (well behaved at 0/n and n/n)."""
     if n <= 0:
         raise ValueError("n must be positive")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n ({n}), not {successes}")
     z = z_for(confidence)
     p = successes / n
     denom = 1 + z * z / n
