@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from fractions import Fraction
@@ -19,7 +20,10 @@ from afbench.stats import (
     clustered_difference_from_counts,
     clustered_rate,
     clustered_rate_from_counts,
+    compact_letter_display,
     holm,
+    leader_tier,
+    letter_name,
     mcnemar_exact,
     mcnemar_exact_many,
     paired_difference_from_counts,
@@ -322,3 +326,113 @@ def test_clustered_difference_without_clusters_is_the_paired_difference():
         paired["standard_error"] * math.sqrt((n - 1) / n), rel=1e-14
     )
     assert singletons["design_effect"] == 1.0
+
+
+def differing(*pairs: str):
+    significant = {frozenset(pair) for pair in pairs}
+    return lambda a, b: frozenset((a, b)) in significant
+
+
+def test_letter_display_by_hand():
+    assert compact_letter_display("ABC", differing()) == {"A": ["a"], "B": ["a"], "C": ["a"]}
+    assert compact_letter_display("ABC", differing("AB", "AC", "BC")) == {
+        "A": ["a"],
+        "B": ["b"],
+        "C": ["c"],
+    }
+    # a chain: neighbours do not differ, models two apart do
+    assert compact_letter_display("ABCD", differing("AC", "AD", "BD")) == {
+        "A": ["a"],
+        "B": ["a", "b"],
+        "C": ["b", "c"],
+        "D": ["c"],
+    }
+    assert compact_letter_display(["solo"], {}) == {"solo": ["a"]}
+    assert compact_letter_display([], {}) == {}
+
+
+def test_letter_display_sweeps_a_letter_insert_absorb_leaves():
+    # insert-absorb alone ends with 6 letters here; sweeping B out of {B, D, F} and absorbing
+    # leaves 5, and every one of the 11 non-significant pairs still shares a letter
+    assert compact_letter_display("ABCDEF", differing("AC", "AE", "BF", "CD")) == {
+        "A": ["a", "b"],
+        "B": ["a", "c", "d"],
+        "C": ["c", "e"],
+        "D": ["b", "d"],
+        "E": ["d", "e"],
+        "F": ["b", "e"],
+    }
+
+
+def test_letter_display_takes_a_mapping_in_either_order_and_names_letters_past_z():
+    mapping = {("B", "A"): True, ("A", "C"): False, ("C", "B"): False}
+    assert compact_letter_display("ABC", mapping) == {"A": ["a"], "B": ["b"], "C": ["a", "b"]}
+    with pytest.raises(ValueError, match="no comparison of 'A' with 'C'"):
+        compact_letter_display("ABC", {("A", "B"): True})
+    with pytest.raises(ValueError, match="distinct"):
+        compact_letter_display("ABA", differing())
+    names = [f"m{i}" for i in range(28)]
+    letters = compact_letter_display(names, lambda a, b: True)
+    assert [letters[name] for name in names[25:]] == [["z"], ["aa"], ["ab"]]
+    assert [letter_name(i) for i in (0, 25, 26, 51, 52, 701, 702)] == [
+        "a",
+        "z",
+        "aa",
+        "az",
+        "ba",
+        "zz",
+        "aaa",
+    ]
+
+
+@given(
+    st.integers(0, 9).flatmap(
+        lambda m: st.tuples(
+            st.just(m),
+            st.sets(
+                st.sampled_from(list(itertools.combinations(range(m), 2)))
+                if m > 1
+                else st.nothing()
+            ),
+        )
+    )
+)
+def test_models_share_a_letter_exactly_when_they_do_not_differ(case):
+    m, significant = case
+    models = [f"model-{i}" for i in range(m)]
+    index = {name: i for i, name in enumerate(models)}
+    asked = []
+
+    def differ(a: str, b: str) -> bool:
+        asked.append((index[a], index[b]))
+        return (index[a], index[b]) in significant
+
+    letters = compact_letter_display(models, differ)
+    assert sorted(asked) == list(itertools.combinations(range(m), 2))
+    for (i, a), (j, b) in itertools.combinations(enumerate(models), 2):
+        assert bool(set(letters[a]) & set(letters[b])) == ((i, j) not in significant)
+    assert all(letters[name] for name in models)
+
+    def alphabetical(names):
+        return sorted(names, key=lambda x: (len(x), x))
+
+    used = alphabetical({x for v in letters.values() for x in v})
+    assert used == [letter_name(i) for i in range(len(used))]  # a, b, ... with no gap
+    assert all(v == alphabetical(v) for v in letters.values())
+    if models:
+        assert letters[models[0]][0] == "a"
+    assert compact_letter_display(models, differ) == letters
+
+
+def test_leader_tier():
+    models = ["best", "close", "far", "tied"]
+    p = {"close": 0.2, "far": 0.001, "tied": 0.05}
+    assert leader_tier(models, p) == ["best", "close", "tied"]  # p >= alpha stays
+    assert leader_tier(models, p, alpha=0.3) == ["best"]
+    assert leader_tier(["alone"], {}) == ["alone"]
+    with pytest.raises(ValueError, match="far"):
+        leader_tier(models, {"close": 0.2, "tied": 0.5})
+    with pytest.raises(ValueError, match="alpha"):
+        leader_tier(models, p, alpha=1.0)
+    with pytest.raises(ValueError, match="at least one model"):
+        leader_tier([], {})

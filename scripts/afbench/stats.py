@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import groupby, repeat
 from operator import itemgetter, sub
 from statistics import NormalDist
@@ -325,6 +325,108 @@ def clustered_difference_from_counts(
         (-1.0, 1.0),
         CLUSTERED_DIFFERENCE_METHOD,
     )
+
+
+LETTER_DISPLAY_METHOD = (
+    "compact letter display, insert-absorb with sweeping (Piepho 2004, J. Comput. Graph. Stat. "
+    "13:456-466): two models share a letter exactly when they do not differ significantly"
+)
+
+
+def letter_name(index: int) -> str:
+    """0 -> 'a', ..., 25 -> 'z', 26 -> 'aa', 27 -> 'ab', ... (bijective base 26, as spreadsheet
+    columns): letters beyond the 26th have two characters or more."""
+    name = ""
+    index += 1
+    while index:
+        index, digit = divmod(index - 1, 26)
+        name = chr(ord("a") + digit) + name
+    return name
+
+
+def _asker(
+    differ: Callable[[str, str], bool] | Mapping[tuple[str, str], bool],
+) -> Callable[[str, str], bool]:
+    if not isinstance(differ, Mapping):
+        return differ
+
+    def lookup(a: str, b: str) -> bool:
+        for pair in ((a, b), (b, a)):
+            if pair in differ:
+                return differ[pair]
+        raise ValueError(f"no comparison of '{a}' with '{b}'")
+
+    return lookup
+
+
+def compact_letter_display(
+    models: Sequence[str],
+    differ: Callable[[str, str], bool] | Mapping[tuple[str, str], bool],
+) -> dict[str, list[str]]:
+    """Letters per model (Piepho 2004) such that two models share a letter exactly when they do
+    not differ significantly. `models` in display order, best first; `differ(a, b)` (or a
+    mapping with the pair in either order) tells whether a and b differ (e.g. Holm-adjusted
+    p < alpha); it is asked once per pair, a before b in display order.
+
+    Each letter is a set of models. Start with one letter for all; for each differing pair, in
+    display order, every letter holding both is split in two, one without each model (insert),
+    and a new letter inside another is dropped (absorb). Then each model leaves a letter when
+    every pair it forms there is also in another letter (sweep), and letters inside others go.
+    Letters are named in order of their best model, then their next ones: the leader's first
+    letter is 'a'. Each model's letters come in that order; beyond 'z' see `letter_name`."""
+    if len(set(models)) != len(models):
+        raise ValueError("models must be distinct")
+    ask = _asker(differ)
+    m = len(models)
+    columns = [(1 << m) - 1] if m else []  # a letter as a bitset: bit i is models[i]
+    for i in range(m):
+        for j in range(i + 1, m):
+            if not ask(models[i], models[j]):
+                continue
+            both = (1 << i) | (1 << j)
+            kept = [c for c in columns if c & both != both]
+            new = [h for c in columns if c & both == both for h in (c & ~(1 << i), c & ~(1 << j))]
+            # new letters never contain one another nor a kept letter (they lack i or j), and
+            # kept letters were not inside one another: only a new one can be absorbed
+            columns = kept + [c for c in new if not any(c & ~k == 0 for k in kept)]
+
+    def members(column: int) -> list[int]:
+        return [i for i in range(m) if column >> i & 1]
+
+    columns.sort(key=members)
+    for index in range(len(columns)):
+        for i in members(columns[index]):
+            rest = columns[index] & ~(1 << i)
+            elsewhere = 0  # every model sharing another letter with i
+            for k, column in enumerate(columns):
+                if k != index and column >> i & 1:
+                    elsewhere |= column
+            if rest and rest & ~elsewhere == 0:
+                columns[index] = rest
+    distinct = sorted(set(columns), key=members)
+    columns = [c for c in distinct if not any(c != o and c & ~o == 0 for o in distinct)]
+    letters: dict[str, list[str]] = {name: [] for name in models}
+    for index, column in enumerate(columns):
+        for i in members(column):
+            letters[models[i]].append(letter_name(index))
+    return letters
+
+
+def leader_tier(
+    models: Sequence[str], p_holm_vs_leader: Mapping[str, float], alpha: float = 0.05
+) -> list[str]:
+    """The leader (models[0], display order best first) and every model whose Holm-adjusted p
+    against the leader is at least alpha: the models the data cannot tell from the best. The
+    family the p-values were adjusted over (all pairs, or the comparisons with the leader) is
+    the caller's choice."""
+    if not models:
+        raise ValueError("need at least one model")
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be between 0 and 1")
+    missing = [m for m in models[1:] if m not in p_holm_vs_leader]
+    if missing:
+        raise ValueError(f"no p-value against the leader for {', '.join(missing)}")
+    return [models[0], *(m for m in models[1:] if p_holm_vs_leader[m] >= alpha)]
 
 
 def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
