@@ -16,12 +16,14 @@ from afbench.stats import (
     CLUSTERED_DIFFERENCE_METHOD,
     CLUSTERED_RATE_METHOD,
     EXACT_INTEGER_LIMIT,
+    INFRASTRUCTURE_BOUNDS_METHOD,
     clustered_difference,
     clustered_difference_from_counts,
     clustered_rate,
     clustered_rate_from_counts,
     compact_letter_display,
     holm,
+    infrastructure_error_bounds,
     leader_tier,
     letter_name,
     mcnemar_exact,
@@ -29,6 +31,7 @@ from afbench.stats import (
     paired_difference_from_counts,
     pareto_frontier,
     standard_error,
+    success_bounds,
     wilson_interval,
     z_for,
 )
@@ -436,3 +439,83 @@ def test_leader_tier():
         leader_tier(models, p, alpha=1.0)
     with pytest.raises(ValueError, match="at least one model"):
         leader_tier([], {})
+
+
+def bitset(outcomes: str, mark: str) -> int:
+    """Bit i set where outcomes[i] == mark (task i first, as in success_bits)."""
+    return sum(1 << i for i, x in enumerate(outcomes) if x == mark)
+
+
+def test_infrastructure_errors_can_move_a_pair_across_alpha():
+    # s solved, e infrastructure error, . failed; 15 tasks
+    a = "sssssssssseesss"  # 13 passes, 2 errors
+    b = "..........e.sss"  #  3 passes, 1 error
+    result = infrastructure_error_bounds(
+        bitset(a, "s"), bitset(a, "e"), bitset(b, "s"), bitset(b, "e"), 15
+    )
+    # reported 10 : 0; for a, 12 : 0; for b, 10 : 1 (task 10, an error of both, goes to b)
+    assert result["reported"] == {"only_a": 10, "only_b": 0, "p_exact": 2 / 2**10}
+    assert result["favour_a"] == {"only_a": 12, "only_b": 0, "p_exact": 2 / 2**12}
+    assert result["favour_b"] == {"only_a": 10, "only_b": 1, "p_exact": 2 * 12 / 2**11}
+    assert result["a"] == {
+        "passes": 13,
+        "errors": 2,
+        "tasks": 15,
+        "passes_high": 15,
+        "rate": 13 / 15,
+        "rate_high": 1.0,
+    }
+    assert result["b"]["passes_high"] == 4 and result["b"]["rate_high"] == 4 / 15
+    assert result["method"] == INFRASTRUCTURE_BOUNDS_METHOD
+    # 10 : 3 is not significant at 0.05 (p = 756/8192); with a's two errors solved it is
+    close = infrastructure_error_bounds(
+        bitset("ssssssssss...ee", "s"),
+        bitset("ssssssssss...ee", "e"),
+        bitset("..........sss..", "s"),
+        0,
+        15,
+    )
+    assert close["reported"]["p_exact"] == 2 * (1 + 13 + 78 + 286) / 2**13 > 0.05
+    assert close["favour_a"]["p_exact"] == 2 * (1 + 15 + 105 + 455) / 2**15 < 0.05
+    assert close["favour_b"] == close["reported"]
+
+
+outcome_strings = st.integers(1, 40).flatmap(
+    lambda n: st.tuples(*[st.text("se.", min_size=n, max_size=n)] * 2)
+)
+
+
+@given(outcome_strings)
+def test_infrastructure_bounds_against_resolving_each_task(case):
+    a, b = case
+    result = infrastructure_error_bounds(
+        bitset(a, "s"), bitset(a, "e"), bitset(b, "s"), bitset(b, "e"), len(a)
+    )
+    for key, solved_a, solved_b in [
+        ("reported", "s", "s"),
+        ("favour_a", "se", "s"),
+        ("favour_b", "s", "se"),
+    ]:
+        only_a = sum(x in solved_a and y not in solved_b for x, y in zip(a, b, strict=True))
+        only_b = sum(y in solved_b and x not in solved_a for x, y in zip(a, b, strict=True))
+        assert result[key] == {
+            "only_a": only_a,
+            "only_b": only_b,
+            "p_exact": mcnemar_exact(only_a, only_b),
+        }
+    assert result["a"] == success_bounds(a.count("s"), a.count("e"), len(a))
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda: infrastructure_error_bounds(0b11, 0b10, 0, 0, 2), "both solved and with an"),
+        (lambda: infrastructure_error_bounds(0b100, 0, 0, 0, 2), "a's success bits"),
+        (lambda: infrastructure_error_bounds(0, 0, 0, -1, 2), "b's error bits"),
+        (lambda: success_bounds(2, 1, 2), "at most tasks"),
+        (lambda: success_bounds(0, 0, 0), "tasks must be positive"),
+    ],
+)
+def test_infrastructure_bounds_refusals(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()

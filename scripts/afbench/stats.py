@@ -429,6 +429,63 @@ def leader_tier(
     return [models[0], *(m for m in models[1:] if p_holm_vs_leader[m] >= alpha)]
 
 
+INFRASTRUCTURE_BOUNDS_METHOD = (
+    "tasks with an official infrastructure error, counted as unsolved, resolved both ways: "
+    "in favour of a (a's errors solved, b's unsolved) and in favour of b; exact McNemar each way"
+)
+
+
+def success_bounds(passes: int, errors: int, tasks: int) -> dict:
+    """A model's success with its infrastructure errors as failures (as reported) and as
+    successes: passes..passes + errors, and the rates over `tasks`."""
+    if tasks <= 0:
+        raise ValueError("tasks must be positive")
+    if passes < 0 or errors < 0 or passes + errors > tasks:
+        raise ValueError("passes and errors must be non-negative and together at most tasks")
+    return {
+        "passes": passes,
+        "errors": errors,
+        "tasks": tasks,
+        "passes_high": passes + errors,
+        "rate": passes / tasks,
+        "rate_high": (passes + errors) / tasks,
+    }
+
+
+def _discordant(a: int, b: int) -> dict:
+    only_a, only_b = (a & ~b).bit_count(), (b & ~a).bit_count()
+    return {"only_a": only_a, "only_b": only_b, "p_exact": mcnemar_exact(only_a, only_b)}
+
+
+def infrastructure_error_bounds(
+    success_a: int, errors_a: int, success_b: int, errors_b: int, tasks: int
+) -> dict:
+    """How far infrastructure errors could move a paired comparison. Arguments are bitsets over
+    the same task order (bit i: task i, as `success_bits`): each model's successes, and the
+    tasks whose outcome was an infrastructure error (counted as unsolved, so disjoint from the
+    successes). Returns {"reported", "favour_a", "favour_b"}, each {"only_a", "only_b",
+    "p_exact"} (exact two-sided McNemar), "a" and "b" from `success_bounds`, and "method".
+    In favour of a, a's error tasks become successes and b's stay failures; in favour of b the
+    other way round. A pair whose decision could change has a p on the other side of alpha from
+    the reported one."""
+    for name, bits in [("a", success_a), ("b", success_b)]:
+        if bits < 0 or bits.bit_length() > tasks:
+            raise ValueError(f"{name}'s success bits must be a non-negative bitset over tasks")
+    for name, bits, errors in [("a", success_a, errors_a), ("b", success_b, errors_b)]:
+        if errors < 0 or errors.bit_length() > tasks:
+            raise ValueError(f"{name}'s error bits must be a non-negative bitset over tasks")
+        if bits & errors:
+            raise ValueError(f"{name} has tasks both solved and with an infrastructure error")
+    return {
+        "reported": _discordant(success_a, success_b),
+        "favour_a": _discordant(success_a | errors_a, success_b),
+        "favour_b": _discordant(success_a, success_b | errors_b),
+        "a": success_bounds(success_a.bit_count(), errors_a.bit_count(), tasks),
+        "b": success_bounds(success_b.bit_count(), errors_b.bit_count(), tasks),
+        "method": INFRASTRUCTURE_BOUNDS_METHOD,
+    }
+
+
 def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
     """Names of the points (cost, success) not dominated by a cheaper-or-equal, at-least-as-
     successful point that is strictly better in one of the two."""
