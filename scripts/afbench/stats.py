@@ -486,6 +486,147 @@ def infrastructure_error_bounds(
     }
 
 
+CONNOR_METHOD = (
+    "Connor (1987), Biometrics 43:207-211, normal approximation for McNemar's test: "
+    "n = (z_{1-α/2}·√ψ + z_{1-β}·√(ψ - δ²))² / δ², rounded up"
+)
+GIVEN_DISCORDANCE = (
+    "discordance ψ = p10 + p01 given, e.g. observed: (only_a + only_b) / tasks of two models"
+)
+INDEPENDENT_SUCCESSES = (
+    "successes of the two models independent given their rates: p_b = P, p_a = P + δ, "
+    "ψ = p_a(1 - p_b) + p_b(1 - p_a)"
+)
+DIFFERENCE_TOLERANCE = 1e-9
+
+
+def _between_0_and_1(name: str, value: float) -> None:
+    if not 0 < value < 1:
+        raise ValueError(f"{name} must be between 0 and 1 (exclusive), not {value}")
+
+
+def _power_arguments(
+    alpha: float, power: float, discordance: float | None, baseline_rate: float | None
+) -> None:
+    _between_0_and_1("alpha", alpha)
+    if not 0.5 <= power < 1:
+        # below one half z_{1-β} < 0: the formula's n stops falling as δ grows, and can be 0
+        raise ValueError(f"power must be at least 0.5 and below 1, not {power}")
+    if (discordance is None) == (baseline_rate is None):
+        raise ValueError("give either the discordance or the baseline rate, not both or neither")
+    if discordance is not None and not 0 < discordance <= 1:
+        raise ValueError(f"discordance must be above 0 and at most 1, not {discordance}")
+    if baseline_rate is not None:
+        _between_0_and_1("baseline rate", baseline_rate)
+
+
+def _psi(difference: float, discordance: float | None, baseline_rate: float | None) -> float:
+    if discordance is not None:
+        return discordance
+    p_a, p_b = baseline_rate + difference, baseline_rate
+    return p_a * (1 - p_b) + p_b * (1 - p_a)
+
+
+def _connor_tasks(difference: float, psi: float, alpha: float, power: float) -> float:
+    root = z_for(1 - alpha) * math.sqrt(psi) + NormalDist().inv_cdf(power) * math.sqrt(
+        psi - difference * difference
+    )
+    return root * root / (difference * difference)
+
+
+def _largest_difference(discordance: float | None, baseline_rate: float | None) -> float:
+    # p01 = (ψ - δ)/2 >= 0, or p_a = P + δ <= 1
+    return discordance if discordance is not None else 1 - baseline_rate
+
+
+def _result(
+    difference: float,
+    discordance: float | None,
+    baseline_rate: float | None,
+    alpha: float,
+    power: float,
+) -> dict:
+    return {
+        "difference": difference,
+        "discordance": _psi(difference, discordance, baseline_rate),
+        "baseline_rate": baseline_rate,
+        "alpha": alpha,
+        "power": power,
+        "method": CONNOR_METHOD,
+        "assumption": GIVEN_DISCORDANCE if discordance is not None else INDEPENDENT_SUCCESSES,
+    }
+
+
+def mcnemar_sample_size(
+    difference: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    discordance: float | None = None,
+    baseline_rate: float | None = None,
+) -> dict:
+    """Tasks needed for a two-sided McNemar test at `alpha` to detect a paired difference δ in
+    success rate with probability `power` (Connor 1987, see CONNOR_METHOD). ψ comes from
+    either `discordance` (e.g. observed for two models) or `baseline_rate` P under the
+    INDEPENDENT_SUCCESSES assumption. Returns tasks (rounded up), tasks_unrounded, difference,
+    discordance (ψ), baseline_rate (or None), alpha, power, method and assumption."""
+    _between_0_and_1("difference", difference)
+    _power_arguments(alpha, power, discordance, baseline_rate)
+    if difference > _largest_difference(discordance, baseline_rate):
+        raise ValueError(
+            "the difference must be at most the discordance (p01 = (ψ - δ)/2 >= 0)"
+            if discordance is not None
+            else "the baseline rate plus the difference must be at most 1"
+        )
+    psi = _psi(difference, discordance, baseline_rate)
+    tasks = _connor_tasks(difference, psi, alpha, power)
+    return {
+        "tasks": math.ceil(tasks),
+        "tasks_unrounded": tasks,
+        **_result(difference, discordance, baseline_rate, alpha, power),
+    }
+
+
+def mcnemar_detectable_difference(
+    tasks: int,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    discordance: float | None = None,
+    baseline_rate: float | None = None,
+) -> dict:
+    """The smallest paired difference δ that `tasks` tasks detect at `alpha` with `power`: the
+    inverse of `mcnemar_sample_size`, by bisection on δ to DIFFERENCE_TOLERANCE (the returned δ
+    needs at most `tasks` tasks; δ - tolerance needs more). The required n falls as δ grows
+    (power >= 1/2), for a fixed ψ and under the independence assumption, where ψ grows with δ.
+    δ is at most ψ, or 1 - P. Returns difference, tolerance, tasks, discordance (ψ at that δ),
+    baseline_rate (or None), alpha, power, method and assumption."""
+    if tasks < 1:
+        raise ValueError(f"tasks must be at least 1, not {tasks}")
+    _power_arguments(alpha, power, discordance, baseline_rate)
+
+    def needed(difference: float) -> float:
+        return _connor_tasks(difference, _psi(difference, discordance, baseline_rate), alpha, power)
+
+    low, high = 0.0, _largest_difference(discordance, baseline_rate)
+    if needed(high) > tasks:
+        raise ValueError(
+            f"{tasks} tasks detect no possible difference at this alpha and power: even the "
+            f"largest, {high:.4g}, needs {math.ceil(needed(high))}"
+        )
+    while high - low > DIFFERENCE_TOLERANCE:  # needed(low) > tasks >= needed(high)
+        middle = (low + high) / 2
+        if needed(middle) > tasks:
+            low = middle
+        else:
+            high = middle
+    return {
+        "tasks": tasks,
+        "tolerance": DIFFERENCE_TOLERANCE,
+        **_result(high, discordance, baseline_rate, alpha, power),
+    }
+
+
 def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
     """Names of the points (cost, success) not dominated by a cheaper-or-equal, at-least-as-
     successful point that is strictly better in one of the two."""
