@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from afbench import stats
 from afbench.stats import (
+    ALLOCATION_METHOD,
     CLUSTERED_DIFFERENCE_METHOD,
     CLUSTERED_RATE_METHOD,
     EXACT_INTEGER_LIMIT,
@@ -30,7 +31,10 @@ from afbench.stats import (
     mcnemar_exact_many,
     paired_difference_from_counts,
     pareto_frontier,
+    proportional_allocation,
+    seeded_sample,
     standard_error,
+    stratified_selection,
     success_bounds,
     wilson_interval,
     z_for,
@@ -519,3 +523,84 @@ def test_infrastructure_bounds_against_resolving_each_task(case):
 def test_infrastructure_bounds_refusals(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_allocation_by_largest_remainder():
+    # quotas 2.5, 1.5, 1.0: floors 2, 1, 1; one seat left, remainders tie at 1/2 -> larger A
+    assert proportional_allocation([("A", 5), ("B", 3), ("C", 2)], 5) == {"A": 3, "B": 1, "C": 1}
+    # same remainder, same size: the earlier source
+    assert proportional_allocation([("A", 3), ("B", 3)], 1) == {"A": 1, "B": 0}
+    assert proportional_allocation([("B", 3), ("A", 3)], 1) == {"B": 1, "A": 0}
+    # quotas 10·(7, 2, 1)/10 exactly: nothing left over; and all tasks
+    assert proportional_allocation([("x", 7), ("y", 2), ("z", 1)], 10) == {"x": 7, "y": 2, "z": 1}
+    # quotas 4·(5, 3, 2)/10 = 2.0, 1.2, 0.8: floors 2, 1, 0, the seat left to the smallest z
+    assert proportional_allocation([("x", 5), ("y", 3), ("z", 2)], 4) == {"x": 2, "y": 1, "z": 1}
+    # quotas 2.4, 1.2, 0.4: x and z tie at 0.4, the larger x wins
+    assert proportional_allocation([("x", 6), ("y", 3), ("z", 1)], 4) == {"x": 3, "y": 1, "z": 0}
+    assert proportional_allocation([("empty", 0), ("full", 4)], 2) == {"empty": 0, "full": 2}
+
+
+@given(
+    st.lists(st.integers(0, 60), min_size=1, max_size=24).filter(any),
+    st.floats(0, 1),
+)
+def test_allocations_are_floor_or_ceiling_of_the_quota_and_sum_to_n(sizes, fraction):
+    available = sum(sizes)
+    total = max(1, round(fraction * available))
+    sources = [(f"s{i}", size) for i, size in enumerate(sizes)]
+    allocation = proportional_allocation(sources, total)
+    assert list(allocation) == [s for s, _ in sources]
+    assert sum(allocation.values()) == total
+    for source, size in sources:
+        quota = Fraction(total * size, available)
+        assert allocation[source] in (math.floor(quota), math.ceil(quota))
+        assert allocation[source] <= size
+    assert proportional_allocation(sources, total) == allocation
+
+
+@pytest.mark.parametrize(
+    ("sources", "total", "message"),
+    [
+        ([("A", 3)], 0, "between 1 and 3, not 0"),
+        ([("A", 3)], 4, "between 1 and 3, not 4"),
+        ([("A", 3), ("A", 1)], 2, "distinct"),
+        ([("A", -1), ("B", 3)], 1, "non-negative"),
+    ],
+)
+def test_allocation_refusals(sources, total, message):
+    with pytest.raises(ValueError, match=message):
+        proportional_allocation(sources, total)
+
+
+def test_seeded_sample_ranks_by_sha256_and_keeps_the_given_order():
+    tasks = [f"t{i}" for i in range(1, 9)]
+    # by coreutils: printf 'afbench:t5' | sha256sum -> 02868c8e..., t4 0452c361..., t1 0db9977c...
+    assert seeded_sample(tasks, 3, "afbench") == ["t1", "t4", "t5"]
+    # printf '2024:t1' | sha256sum -> 528d1518..., t6 535313c9..., t2 6c642e0f...
+    assert seeded_sample(tasks, 3, 2024) == ["t1", "t2", "t6"]
+    assert seeded_sample(tasks, 0, 1) == [] and seeded_sample(tasks, 8, 1) == tasks
+    assert seeded_sample(tasks[::-1], 3, "afbench") == ["t5", "t4", "t1"]
+    with pytest.raises(ValueError, match="cannot pick 9 of 8"):
+        seeded_sample(tasks, 9, 1)
+    with pytest.raises(ValueError, match="distinct"):
+        seeded_sample(["t1", "t1"], 1, 1)
+
+
+def test_stratified_selection():
+    # MANIFEST order interleaves sources; SOURCES order is B, A, C (C has no task)
+    tasks = [(f"t{i}", "A" if i % 3 else "B") for i in range(1, 13)]  # A: 8 tasks, B: 4
+    result = stratified_selection(tasks, ["B", "A", "C"], 6, seed="afbench")
+    assert result["allocation"] == {"B": 2, "A": 4, "C": 0}
+    chosen = result["task_ids"]
+    assert chosen == [t for t, _ in tasks if t in set(chosen)]  # MANIFEST order
+    source = dict(tasks)
+    assert sum(source[t] == "A" for t in chosen) == 4 and len(chosen) == 6
+    a_tasks = [t for t, s in tasks if s == "A"]
+    assert [t for t in chosen if source[t] == "A"] == seeded_sample(a_tasks, 4, "afbench")
+    assert result["seed"] == "afbench" and result["method"].startswith(ALLOCATION_METHOD)
+    assert stratified_selection(tasks, ["B", "A", "C"], 6, seed="afbench") == result
+    assert stratified_selection(tasks, ["B", "A", "C"], 6, seed="other")["task_ids"] != chosen
+    with pytest.raises(ValueError, match="unknown sources: A"):
+        stratified_selection(tasks, ["B"], 2, seed=1)
+    with pytest.raises(ValueError, match="task ids must be distinct"):
+        stratified_selection([("t1", "A"), ("t1", "B")], ["A", "B"], 1, seed=1)

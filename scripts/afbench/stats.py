@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from itertools import groupby, repeat
@@ -624,6 +625,82 @@ def mcnemar_detectable_difference(
         "tasks": tasks,
         "tolerance": DIFFERENCE_TOLERANCE,
         **_result(high, discordance, baseline_rate, alpha, power),
+    }
+
+
+ALLOCATION_METHOD = (
+    "proportional allocation by largest remainder (Hamilton): floor(N·n_s/T) per source, the "
+    "rest one each to the largest remainders, ties to the larger source, then the earlier one"
+)
+SELECTION_METHOD = (
+    "per source, the tasks with the lowest sha256(f'{seed}:{task_id}'), in MANIFEST order"
+)
+
+
+def proportional_allocation(sources: Sequence[tuple[str, int]], total: int) -> dict[str, int]:
+    """Split `total` tasks over `sources` ((source_id, task count) in source order) in
+    proportion to their sizes, by the largest-remainder (Hamilton) method: each source gets the
+    floor of its quota total·n_s/T, and the seats left go one each to the largest remainders
+    (exact integers, no float), ties broken by the larger source, then the earlier one. Every
+    source gets the floor or the ceiling of its quota, never more tasks than it has. Returns
+    {source_id: count} in source order."""
+    ids = [source_id for source_id, _ in sources]
+    if len(set(ids)) != len(ids):
+        raise ValueError("source ids must be distinct")
+    if any(size < 0 for _, size in sources):
+        raise ValueError("task counts must be non-negative")
+    available = sum(size for _, size in sources)
+    if not 1 <= total <= available:
+        raise ValueError(f"the number of tasks must be between 1 and {available}, not {total}")
+    shares = [divmod(total * size, available) for _, size in sources]
+    left = total - sum(floor for floor, _ in shares)
+    ranked = sorted(range(len(sources)), key=lambda i: (-shares[i][1], -sources[i][1], i))
+    extra = set(ranked[:left])
+    return {ids[i]: floor + (i in extra) for i, (floor, _) in enumerate(shares)}
+
+
+def seeded_sample(task_ids: Sequence[str], k: int, seed: int | str) -> list[str]:
+    """The k task ids with the lowest sha256(f"{seed}:{task_id}") (the same on every Python
+    version and machine, unlike `random`), in their given order."""
+    if len(set(task_ids)) != len(task_ids):
+        raise ValueError("task ids must be distinct")
+    if not 0 <= k <= len(task_ids):
+        raise ValueError(f"cannot pick {k} of {len(task_ids)} tasks")
+
+    def rank(task_id: str) -> bytes:
+        return hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
+
+    keep = set(sorted(task_ids, key=rank)[:k])
+    return [task_id for task_id in task_ids if task_id in keep]
+
+
+def stratified_selection(
+    tasks: Sequence[tuple[str, str]], sources: Sequence[str], total: int, seed: int | str
+) -> dict:
+    """`total` tasks stratified by source: `tasks` are (task_id, source_id) in MANIFEST order,
+    `sources` the source ids in SOURCES order. Each source's count is its
+    `proportional_allocation`, its tasks its `seeded_sample`. Returns {"allocation":
+    {source_id: count} in source order, "task_ids": the selected ids in MANIFEST order,
+    "seed", "method"}."""
+    if len({task_id for task_id, _ in tasks}) != len(tasks):
+        raise ValueError("task ids must be distinct")
+    unknown = sorted({source for _, source in tasks} - set(sources))
+    if unknown:
+        raise ValueError(f"tasks of unknown sources: {', '.join(unknown)}")
+    by_source: dict[str, list[str]] = {source: [] for source in sources}
+    for task_id, source in tasks:
+        by_source[source].append(task_id)
+    allocation = proportional_allocation([(s, len(ids)) for s, ids in by_source.items()], total)
+    chosen = {
+        task_id
+        for source, ids in by_source.items()
+        for task_id in seeded_sample(ids, allocation[source], seed)
+    }
+    return {
+        "allocation": allocation,
+        "task_ids": [task_id for task_id, _ in tasks if task_id in chosen],
+        "seed": seed,
+        "method": f"{ALLOCATION_METHOD}; {SELECTION_METHOD}",
     }
 
 
