@@ -1,4 +1,7 @@
-"""Interval estimates and paired tests for binary per-task outcomes. Pure functions."""
+"""Statistics for binary per-task outcomes: intervals (Wilson, clustered over sources), exact
+paired tests, letter displays, power and stratified selection. Pure functions on numbers, lists
+and bitsets, standard library only: job processes import this module and must stay lean (no
+pandas, no numpy)."""
 
 from __future__ import annotations
 
@@ -229,7 +232,12 @@ def _clustered(
     of n: sum_c (n·s_c - n_c·S)^2 / n^4 and (n·sum x_i^2 - S^2) / n^3 with S = sum_c s_c, so
     each standard error is rounded twice (one division, one sqrt) and the design effect
     (SE_cl / SE_iid)^2 = sum_c (n·s_c - n_c·S)^2 / (n·(n·sum x_i^2 - S^2)) once: exactly 1.0
-    when every cluster is a single task, and None when SE_iid is 0 (all outcomes equal)."""
+    when every cluster is a single task, and None when SE_iid is 0 (all outcomes equal).
+
+    SE_iid is the unclustered term with the plug-in variance (1/n), for which eq. 4's SE_CLT^2
+    plus the within-cluster cross products is exactly SE_cl^2; `standard_error` (eq. 2, sample
+    variance) is sqrt(n/(n-1)) times SE_iid. With few clusters (24 sources) this estimator is
+    biased low, so the normal interval is, if anything, too narrow."""
     n, total = sum(sizes), sum(sums)
     if n <= 0:
         raise ValueError("need at least one task")
@@ -540,7 +548,7 @@ def _largest_difference(discordance: float | None, baseline_rate: float | None) 
     return discordance if discordance is not None else 1 - baseline_rate
 
 
-def _result(
+def _power_fields(
     difference: float,
     discordance: float | None,
     baseline_rate: float | None,
@@ -584,7 +592,7 @@ def mcnemar_sample_size(
     return {
         "tasks": math.ceil(tasks),
         "tasks_unrounded": tasks,
-        **_result(difference, discordance, baseline_rate, alpha, power),
+        **_power_fields(difference, discordance, baseline_rate, alpha, power),
     }
 
 
@@ -624,7 +632,7 @@ def mcnemar_detectable_difference(
     return {
         "tasks": tasks,
         "tolerance": DIFFERENCE_TOLERANCE,
-        **_result(high, discordance, baseline_rate, alpha, power),
+        **_power_fields(high, discordance, baseline_rate, alpha, power),
     }
 
 
