@@ -1,13 +1,21 @@
-"""Interval estimates and paired tests for binary per-task outcomes. Pure functions."""
+"""Statistics for binary per-task outcomes: intervals (Wilson, clustered over sources), exact
+paired tests, letter displays, power and stratified selection. Pure functions on numbers, lists
+and bitsets, standard library only: job processes import this module and must stay lean (no
+pandas, no numpy)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
-from fractions import Fraction
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from itertools import groupby, repeat
+from operator import itemgetter, sub
 from statistics import NormalDist
 
 
 def z_for(confidence: float) -> float:
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
     return NormalDist().inv_cdf((1 + confidence) / 2)
 
 
@@ -15,6 +23,8 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> tuple[f
     """Wilson score interval for a binomial proportion (well behaved at 0/n and n/n)."""
     if n <= 0:
         raise ValueError("n must be positive")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be between 0 and n ({n}), not {successes}")
     z = z_for(confidence)
     p = successes / n
     denom = 1 + z * z / n
@@ -35,25 +45,140 @@ def standard_error(successes: int, n: int) -> float:
 
 
 EXACT_INTEGER_LIMIT = 1000
+# math.exp(y) is exactly 0.0 for y < -1075·ln 2 = -745.13 (below half the smallest subnormal);
+# binomial terms this many nats below the largest one therefore add exactly nothing to the tail
+_NEGLIGIBLE_NATS = 760.0
+# terms this far below the largest are ~1e-22 of it and of the sum: they are skipped unless
+# their sum could change the rounded sum (see `_log_space_p`)
+_SIGNIFICANT_NATS = 50.0
+_LOG2 = math.log(2)
+# _LGAMMA[j] == math.lgamma(j) for j >= 1 (index 0 unused), grown on demand: one lgamma call per
+# integer ever needed, instead of two per binomial term per test (~32 bytes an entry: 1.1 MB
+# when some pair of models disagrees on 34,100 tasks)
+_LGAMMA: list[float] = [math.inf]
+
+
+def _lgamma_table(largest: int) -> list[float]:
+    if len(_LGAMMA) <= largest:
+        _LGAMMA.extend(map(math.lgamma, range(len(_LGAMMA), largest + 1)))
+    return _LGAMMA
+
+
+def _binomial_prefix_sums(n: int, k: int) -> list[int]:
+    """[sum of C(n, i) for i <= j, for j in 0..k], exactly, by C(n, i+1) = C(n, i)(n-i)/(i+1)."""
+    sums, term = [1], 1
+    for i in range(k):
+        term = term * (n - i) // (i + 1)
+        sums.append(sums[-1] + term)
+    return sums
+
+
+def _exact_p(n: int, tail: int) -> float:
+    # int / int is correctly rounded, as float(Fraction(...)) is: the same float as the old
+    # float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+    return 1.0 if 2 * tail >= 1 << n else 2 * tail / (1 << n)
+
+
+def _log_space_p(
+    n: int, k: int, lgamma: list[float], significant_nats: float = _SIGNIFICANT_NATS
+) -> float:
+    """The tail in log space with the very float operations of the term-by-term sum
+    (log_norm - lgamma(i+1) - lgamma(n-i+1), exp(x - top), fsum over i <= k), over fewer terms.
+
+    The mathematical terms grow with i up to k <= n/2, by a factor (n-i)/(i+1) a step, so
+    below the index found by bisection for a threshold, every term is below it too (apart from
+    lgamma's rounding, far below a nat). Terms 760 nats below the largest are exactly 0.0 after
+    exp and none is the maximum: dropping them changes nothing. fsum is correctly rounded in any
+    order (the terms go largest first, which keeps it fast), so terms more than
+    `significant_nats` below the largest are dropped as well when a bound on their sum (their
+    geometric decay) provably cannot move the kept sum across a rounding boundary, which the
+    kept sum's exact residual tells; when it could, they are summed after all."""
+    log_norm = lgamma[n + 1] - n * _LOG2
+
+    def log_term(i: int) -> float:
+        return log_norm - lgamma[i + 1] - lgamma[n - i + 1]
+
+    def lowest_at_least(threshold: float) -> int:
+        if log_term(0) >= threshold:
+            return 0
+        below, lo = 0, k  # invariant: log_term(below) < threshold <= log_term(lo)
+        while lo - below > 1:
+            mid = (below + lo) // 2
+            if log_term(mid) < threshold:
+                below = mid
+            else:
+                lo = mid
+        return lo
+
+    def terms_from(lo: int) -> list[float]:
+        # x for i = k, k-1, ..., lo: lgamma(i + 1) and lgamma(n - i + 1) as two table slices
+        return list(
+            map(
+                sub,
+                map(sub, repeat(log_norm), lgamma[k + 1 : lo : -1]),
+                lgamma[n - k + 1 : n - lo + 2],
+            )
+        )
+
+    largest = log_term(k)
+    if largest < -_NEGLIGIBLE_NATS:
+        return 0.0  # exp(top) == 0.0, so tail == 0.0 * fsum(...) == 0.0: p underflows
+    lo = lowest_at_least(largest - significant_nats)
+    logs = terms_from(lo)
+    top = max(logs)
+    terms = list(map(math.exp, map(sub, logs, repeat(top))))
+    total = math.fsum(terms)
+    if lo > 0:
+        # the dropped terms i < lo: at most exp(x_{lo-1} - top) and falling by e^-rho a step,
+        # rho = log((n - lo + 2) / (lo - 1)); twice that sum bounds the computed floats
+        rho = math.log((n - lo + 2) / (lo - 1)) if lo > 1 else math.inf
+        dropped = 2 * math.exp(log_term(lo - 1) - top) / -math.expm1(-rho)
+        residual = math.fsum([*terms, -total])  # kept sum - total, rounded
+        gap = math.ulp(total)  # to the next float up; sums below total + gap/2 round to total
+        if residual + dropped + gap * 2**-40 >= gap / 2:
+            logs = terms_from(lowest_at_least(largest - _NEGLIGIBLE_NATS))
+            total = math.fsum(map(math.exp, map(sub, logs, repeat(top))))
+    tail = math.exp(top) * total
+    return min(1.0, 2 * tail)
+
+
+def _discordance(only_a: int, only_b: int) -> tuple[int, int]:
+    if only_a < 0 or only_b < 0:
+        raise ValueError("discordant counts must be non-negative")
+    return only_a + only_b, min(only_a, only_b)
 
 
 def mcnemar_exact(only_a: int, only_b: int) -> float:
-    """Two-sided exact McNemar test: a binomial test of the discordant pairs at 1/2.
+    """Two-sided exact McNemar test: a binomial test of the discordant pairs at 1/2,
+    p = min(1, 2·sum_{i<=k} C(n, i) / 2^n) with n = only_a + only_b, k = min(only_a, only_b).
 
     Exact integer arithmetic up to 1,000 discordant pairs; beyond, the same binomial tail summed
-    in log space (relative error ~1e-12), since big-integer sums grow quadratically."""
-    n = only_a + only_b
-    if n == 0:
-        return 1.0
-    k = min(only_a, only_b)
-    if n <= EXACT_INTEGER_LIMIT:
-        tail = sum(math.comb(n, i) for i in range(k + 1))
-        return float(min(Fraction(1), Fraction(2 * tail, 2**n)))
-    log_norm = math.lgamma(n + 1) - n * math.log(2)
-    logs = [log_norm - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
-    top = max(logs)
-    tail = math.exp(top) * math.fsum(math.exp(x - top) for x in logs)
-    return min(1.0, 2 * tail)
+    in log space (relative error ~1e-12), since big-integer sums grow quadratically. The same
+    floats as the term-by-term sums, faster: the exact branch steps C(n, i+1) = C(n, i)(n-i)/(i+1)
+    instead of calling math.comb per term, the log branch runs no Python code per term and skips
+    the terms that provably cannot change the result (see `_log_space_p`)."""
+    return mcnemar_exact_many([(only_a, only_b)])[0]
+
+
+def mcnemar_exact_many(pairs: Iterable[tuple[int, int]]) -> list[float]:
+    """`mcnemar_exact` of each (only_a, only_b), bit for bit, in the input order: each distinct
+    (n, k) is computed once, each n <= 1,000 shares one row of binomial prefix sums, and the
+    lgamma table is built once for the largest n."""
+    keys = [_discordance(only_a, only_b) for only_a, only_b in pairs]
+    p: dict[tuple[int, int], float] = {}
+    lgamma = _lgamma_table(max((n for n, _ in keys), default=0) + 1)
+    for n, group in groupby(sorted(set(keys)), key=itemgetter(0)):
+        ks = [k for _, k in group]
+        if n == 0:
+            p[0, 0] = 1.0
+        elif n <= EXACT_INTEGER_LIMIT:
+            tails = _binomial_prefix_sums(n, ks[-1])
+            for k in ks:
+                p[n, k] = _exact_p(n, tails[k])
+        else:
+            for k in ks:
+                p[n, k] = _log_space_p(n, k, lgamma)
+    return [p[key] for key in keys]
 
 
 def holm(p_values: list[float]) -> list[float]:
@@ -81,6 +206,510 @@ def paired_difference_from_counts(
     se = math.sqrt(max(var, 0.0) / n)
     z = z_for(confidence)
     return {"difference": mean, "standard_error": se, "low": mean - z * se, "high": mean + z * se}
+
+
+CLUSTERED_RATE_METHOD = (
+    "clustered standard error over sources (Miller 2024, eq. 4); normal interval "
+    "mean ± z·SE_clustered, clipped to [0, 1]"
+)
+CLUSTERED_DIFFERENCE_METHOD = (
+    "paired difference a - b per task; clustered standard error over sources (Miller 2024, "
+    "eq. 4); normal interval mean ± z·SE_clustered, clipped to [-1, 1]"
+)
+
+
+def _clustered(
+    sums: Sequence[int],
+    sizes: Sequence[int],
+    sum_of_squares: int,
+    confidence: float,
+    bounds: tuple[float, float],
+    method: str,
+) -> dict:
+    """Miller (2024, eq. 4) from per-cluster sums s_c and sizes n_c of integer outcomes:
+    SE_cl = sqrt(sum_c (s_c - n_c·mean)^2) / n and SE_iid = sqrt(sum_i (x_i - mean)^2) / n, the
+    same formula with every task its own cluster. Both radicands are exact integers over powers
+    of n: sum_c (n·s_c - n_c·S)^2 / n^4 and (n·sum x_i^2 - S^2) / n^3 with S = sum_c s_c, so
+    each standard error is rounded twice (one division, one sqrt) and the design effect
+    (SE_cl / SE_iid)^2 = sum_c (n·s_c - n_c·S)^2 / (n·(n·sum x_i^2 - S^2)) once: exactly 1.0
+    when every cluster is a single task, and None when SE_iid is 0 (all outcomes equal).
+
+    SE_iid is the unclustered term with the plug-in variance (1/n), for which eq. 4's SE_CLT^2
+    plus the within-cluster cross products is exactly SE_cl^2; `standard_error` (eq. 2, sample
+    variance) is sqrt(n/(n-1)) times SE_iid. With few clusters (24 sources) this estimator is
+    biased low, so the normal interval is, if anything, too narrow."""
+    n, total = sum(sizes), sum(sums)
+    if n <= 0:
+        raise ValueError("need at least one task")
+    between = sum((n * s - size * total) ** 2 for s, size in zip(sums, sizes, strict=True))
+    within = n * sum_of_squares - total * total
+    mean = total / n
+    se_clustered = math.sqrt(between / n**4)
+    half = z_for(confidence) * se_clustered
+    return {
+        "mean": mean,
+        "se_clustered": se_clustered,
+        "se_iid": math.sqrt(within / n**3),
+        "design_effect": between / (n * within) if within else None,
+        "clusters": sum(1 for size in sizes if size > 0),
+        "tasks": n,
+        "confidence": confidence,
+        "low": max(bounds[0], mean - half),
+        "high": min(bounds[1], mean + half),
+        "method": method,
+    }
+
+
+def _sums_by_cluster(values: Sequence[int], clusters: Sequence[Hashable]) -> list[list[int]]:
+    """[sum, count] per cluster, in order of first appearance."""
+    if len(values) != len(clusters):
+        raise ValueError("one cluster id per value is needed")
+    by_cluster: dict[Hashable, list[int]] = {}
+    for value, cluster in zip(values, clusters, strict=True):
+        entry = by_cluster.setdefault(cluster, [0, 0])
+        entry[0] += value
+        entry[1] += 1
+    return list(by_cluster.values())
+
+
+def clustered_rate(
+    successes: Sequence[int], clusters: Sequence[Hashable], confidence: float = 0.95
+) -> dict:
+    """Success rate over tasks with the clustered standard error over their sources (Miller
+    2024, eq. 4), from per-task success (0/1 or bools) and each task's cluster id. Returns
+    mean, se_clustered, se_iid, design_effect (None if se_iid is 0), clusters, tasks,
+    confidence, low, high (mean ± z·se_clustered clipped to [0, 1]) and method."""
+    if any(x not in (0, 1) for x in successes):
+        raise ValueError("successes must be 0 or 1")
+    sums = _sums_by_cluster([int(x) for x in successes], clusters)
+    return clustered_rate_from_counts([s for s, _ in sums], [c for _, c in sums], confidence)
+
+
+def clustered_rate_from_counts(
+    passes: Sequence[int], sizes: Sequence[int], confidence: float = 0.95
+) -> dict:
+    """`clustered_rate` from passes and task counts per source (e.g. an import's
+    passes_by_source): for 0/1 outcomes sum_{i in c}(x_i - mean) = passes_c - n_c·mean and
+    sum_i x_i^2 = sum_c passes_c, so nothing per task is needed. Sources with no tasks count for
+    nothing, not even as clusters."""
+    if len(passes) != len(sizes):
+        raise ValueError("one size per source is needed")
+    if any(not 0 <= k <= size for k, size in zip(passes, sizes, strict=True)):
+        raise ValueError("passes must be between 0 and the source's task count")
+    return _clustered(passes, sizes, sum(passes), confidence, (0.0, 1.0), CLUSTERED_RATE_METHOD)
+
+
+def clustered_difference(
+    differences: Sequence[int], clusters: Sequence[Hashable], confidence: float = 0.95
+) -> dict:
+    """Mean paired difference a_i - b_i (each -1, 0 or 1) with the clustered standard error over
+    sources (Miller 2024, eq. 4). Same fields as `clustered_rate`; low and high clipped to
+    [-1, 1]."""
+    if any(d not in (-1, 0, 1) for d in differences):
+        raise ValueError("paired differences must be -1, 0 or 1")
+    only_a = _sums_by_cluster([int(d == 1) for d in differences], clusters)
+    only_b = _sums_by_cluster([int(d == -1) for d in differences], clusters)
+    return clustered_difference_from_counts(
+        [s for s, _ in only_a], [s for s, _ in only_b], [c for _, c in only_a], confidence
+    )
+
+
+def clustered_difference_from_counts(
+    only_a: Sequence[int], only_b: Sequence[int], sizes: Sequence[int], confidence: float = 0.95
+) -> dict:
+    """`clustered_difference` from the discordant counts per source (tasks only a solved, only
+    b solved, and the source's task count): sum_{i in c}(x_i - mean) = (only_a_c - only_b_c) -
+    n_c·mean and sum_i x_i^2 = sum_c (only_a_c + only_b_c)."""
+    if not len(only_a) == len(only_b) == len(sizes):
+        raise ValueError("one count of each kind per source is needed")
+    if any(
+        a < 0 or b < 0 or a + b > size for a, b, size in zip(only_a, only_b, sizes, strict=True)
+    ):
+        raise ValueError("discordant counts must be non-negative and at most the task count")
+    return _clustered(
+        [a - b for a, b in zip(only_a, only_b, strict=True)],
+        sizes,
+        sum(only_a) + sum(only_b),
+        confidence,
+        (-1.0, 1.0),
+        CLUSTERED_DIFFERENCE_METHOD,
+    )
+
+
+LETTER_DISPLAY_METHOD = (
+    "compact letter display, insert-absorb with sweeping (Piepho 2004, J. Comput. Graph. Stat. "
+    "13:456-466): two models share a letter exactly when they do not differ significantly"
+)
+
+
+def letter_name(index: int) -> str:
+    """0 -> 'a', ..., 25 -> 'z', 26 -> 'aa', 27 -> 'ab', ... (bijective base 26, as spreadsheet
+    columns): letters beyond the 26th have two characters or more."""
+    name = ""
+    index += 1
+    while index:
+        index, digit = divmod(index - 1, 26)
+        name = chr(ord("a") + digit) + name
+    return name
+
+
+def _asker(
+    differ: Callable[[str, str], bool] | Mapping[tuple[str, str], bool],
+) -> Callable[[str, str], bool]:
+    if not isinstance(differ, Mapping):
+        return differ
+
+    def lookup(a: str, b: str) -> bool:
+        for pair in ((a, b), (b, a)):
+            if pair in differ:
+                return differ[pair]
+        raise ValueError(f"no comparison of '{a}' with '{b}'")
+
+    return lookup
+
+
+def compact_letter_display(
+    models: Sequence[str],
+    differ: Callable[[str, str], bool] | Mapping[tuple[str, str], bool],
+) -> dict[str, list[str]]:
+    """Letters per model (Piepho 2004) such that two models share a letter exactly when they do
+    not differ significantly. `models` in display order, best first; `differ(a, b)` (or a
+    mapping with the pair in either order) tells whether a and b differ (e.g. Holm-adjusted
+    p < alpha); it is asked once per pair, a before b in display order.
+
+    Each letter is a set of models. Start with one letter for all; for each differing pair, in
+    display order, every letter holding both is split in two, one without each model (insert),
+    and a new letter inside another is dropped (absorb). Then each model leaves a letter when
+    every pair it forms there is also in another letter (sweep), and letters inside others go.
+    Letters are named in order of their best model, then their next ones: the leader's first
+    letter is 'a'. Each model's letters come in that order; beyond 'z' see `letter_name`."""
+    if len(set(models)) != len(models):
+        raise ValueError("models must be distinct")
+    ask = _asker(differ)
+    m = len(models)
+    columns = [(1 << m) - 1] if m else []  # a letter as a bitset: bit i is models[i]
+    for i in range(m):
+        for j in range(i + 1, m):
+            if not ask(models[i], models[j]):
+                continue
+            both = (1 << i) | (1 << j)
+            kept = [c for c in columns if c & both != both]
+            new = [h for c in columns if c & both == both for h in (c & ~(1 << i), c & ~(1 << j))]
+            # new letters never contain one another nor a kept letter (they lack i or j), and
+            # kept letters were not inside one another: only a new one can be absorbed
+            columns = kept + [c for c in new if not any(c & ~k == 0 for k in kept)]
+
+    def members(column: int) -> list[int]:
+        return [i for i in range(m) if column >> i & 1]
+
+    columns.sort(key=members)
+    for index in range(len(columns)):
+        for i in members(columns[index]):
+            rest = columns[index] & ~(1 << i)
+            elsewhere = 0  # every model sharing another letter with i
+            for k, column in enumerate(columns):
+                if k != index and column >> i & 1:
+                    elsewhere |= column
+            if rest and rest & ~elsewhere == 0:
+                columns[index] = rest
+    distinct = sorted(set(columns), key=members)
+    columns = [c for c in distinct if not any(c != o and c & ~o == 0 for o in distinct)]
+    letters: dict[str, list[str]] = {name: [] for name in models}
+    for index, column in enumerate(columns):
+        for i in members(column):
+            letters[models[i]].append(letter_name(index))
+    return letters
+
+
+def leader_tier(
+    models: Sequence[str], p_holm_vs_leader: Mapping[str, float], alpha: float = 0.05
+) -> list[str]:
+    """The leader (models[0], display order best first) and every model whose Holm-adjusted p
+    against the leader is at least alpha: the models the data cannot tell from the best. The
+    family the p-values were adjusted over (all pairs, or the comparisons with the leader) is
+    the caller's choice."""
+    if not models:
+        raise ValueError("need at least one model")
+    if not 0 < alpha < 1:
+        raise ValueError("alpha must be between 0 and 1")
+    missing = [m for m in models[1:] if m not in p_holm_vs_leader]
+    if missing:
+        raise ValueError(f"no p-value against the leader for {', '.join(missing)}")
+    return [models[0], *(m for m in models[1:] if p_holm_vs_leader[m] >= alpha)]
+
+
+INFRASTRUCTURE_BOUNDS_METHOD = (
+    "tasks with an official infrastructure error, counted as unsolved, resolved both ways: "
+    "in favour of a (a's errors solved, b's unsolved) and in favour of b; exact McNemar each way"
+)
+
+
+def success_bounds(passes: int, errors: int, tasks: int) -> dict:
+    """A model's success with its infrastructure errors as failures (as reported) and as
+    successes: passes..passes + errors, and the rates over `tasks`."""
+    if tasks <= 0:
+        raise ValueError("tasks must be positive")
+    if passes < 0 or errors < 0 or passes + errors > tasks:
+        raise ValueError("passes and errors must be non-negative and together at most tasks")
+    return {
+        "passes": passes,
+        "errors": errors,
+        "tasks": tasks,
+        "passes_high": passes + errors,
+        "rate": passes / tasks,
+        "rate_high": (passes + errors) / tasks,
+    }
+
+
+def _discordant(a: int, b: int) -> dict:
+    only_a, only_b = (a & ~b).bit_count(), (b & ~a).bit_count()
+    return {"only_a": only_a, "only_b": only_b, "p_exact": mcnemar_exact(only_a, only_b)}
+
+
+def infrastructure_error_bounds(
+    success_a: int, errors_a: int, success_b: int, errors_b: int, tasks: int
+) -> dict:
+    """How far infrastructure errors could move a paired comparison. Arguments are bitsets over
+    the same task order (bit i: task i, as `success_bits`): each model's successes, and the
+    tasks whose outcome was an infrastructure error (counted as unsolved, so disjoint from the
+    successes). Returns {"reported", "favour_a", "favour_b"}, each {"only_a", "only_b",
+    "p_exact"} (exact two-sided McNemar), "a" and "b" from `success_bounds`, and "method".
+    In favour of a, a's error tasks become successes and b's stay failures; in favour of b the
+    other way round. A pair whose decision could change has a p on the other side of alpha from
+    the reported one."""
+    for name, bits in [("a", success_a), ("b", success_b)]:
+        if bits < 0 or bits.bit_length() > tasks:
+            raise ValueError(f"{name}'s success bits must be a non-negative bitset over tasks")
+    for name, bits, errors in [("a", success_a, errors_a), ("b", success_b, errors_b)]:
+        if errors < 0 or errors.bit_length() > tasks:
+            raise ValueError(f"{name}'s error bits must be a non-negative bitset over tasks")
+        if bits & errors:
+            raise ValueError(f"{name} has tasks both solved and with an infrastructure error")
+    return {
+        "reported": _discordant(success_a, success_b),
+        "favour_a": _discordant(success_a | errors_a, success_b),
+        "favour_b": _discordant(success_a, success_b | errors_b),
+        "a": success_bounds(success_a.bit_count(), errors_a.bit_count(), tasks),
+        "b": success_bounds(success_b.bit_count(), errors_b.bit_count(), tasks),
+        "method": INFRASTRUCTURE_BOUNDS_METHOD,
+    }
+
+
+CONNOR_METHOD = (
+    "Connor (1987), Biometrics 43:207-211, normal approximation for McNemar's test: "
+    "n = (z_{1-α/2}·√ψ + z_{1-β}·√(ψ - δ²))² / δ², rounded up"
+)
+GIVEN_DISCORDANCE = (
+    "discordance ψ = p10 + p01 given, e.g. observed: (only_a + only_b) / tasks of two models"
+)
+INDEPENDENT_SUCCESSES = (
+    "successes of the two models independent given their rates: p_b = P, p_a = P + δ, "
+    "ψ = p_a(1 - p_b) + p_b(1 - p_a)"
+)
+DIFFERENCE_TOLERANCE = 1e-9
+
+
+def _between_0_and_1(name: str, value: float) -> None:
+    if not 0 < value < 1:
+        raise ValueError(f"{name} must be between 0 and 1 (exclusive), not {value}")
+
+
+def _power_arguments(
+    alpha: float, power: float, discordance: float | None, baseline_rate: float | None
+) -> None:
+    _between_0_and_1("alpha", alpha)
+    if not 0.5 <= power < 1:
+        # below one half z_{1-β} < 0: the formula's n stops falling as δ grows, and can be 0
+        raise ValueError(f"power must be at least 0.5 and below 1, not {power}")
+    if (discordance is None) == (baseline_rate is None):
+        raise ValueError("give either the discordance or the baseline rate, not both or neither")
+    if discordance is not None and not 0 < discordance <= 1:
+        raise ValueError(f"discordance must be above 0 and at most 1, not {discordance}")
+    if baseline_rate is not None:
+        _between_0_and_1("baseline rate", baseline_rate)
+
+
+def _psi(difference: float, discordance: float | None, baseline_rate: float | None) -> float:
+    if discordance is not None:
+        return discordance
+    p_a, p_b = baseline_rate + difference, baseline_rate
+    return p_a * (1 - p_b) + p_b * (1 - p_a)
+
+
+def _connor_tasks(difference: float, psi: float, alpha: float, power: float) -> float:
+    root = z_for(1 - alpha) * math.sqrt(psi) + NormalDist().inv_cdf(power) * math.sqrt(
+        psi - difference * difference
+    )
+    return root * root / (difference * difference)
+
+
+def _largest_difference(discordance: float | None, baseline_rate: float | None) -> float:
+    # p01 = (ψ - δ)/2 >= 0, or p_a = P + δ <= 1
+    return discordance if discordance is not None else 1 - baseline_rate
+
+
+def _power_fields(
+    difference: float,
+    discordance: float | None,
+    baseline_rate: float | None,
+    alpha: float,
+    power: float,
+) -> dict:
+    return {
+        "difference": difference,
+        "discordance": _psi(difference, discordance, baseline_rate),
+        "baseline_rate": baseline_rate,
+        "alpha": alpha,
+        "power": power,
+        "method": CONNOR_METHOD,
+        "assumption": GIVEN_DISCORDANCE if discordance is not None else INDEPENDENT_SUCCESSES,
+    }
+
+
+def mcnemar_sample_size(
+    difference: float,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    discordance: float | None = None,
+    baseline_rate: float | None = None,
+) -> dict:
+    """Tasks needed for a two-sided McNemar test at `alpha` to detect a paired difference δ in
+    success rate with probability `power` (Connor 1987, see CONNOR_METHOD). ψ comes from
+    either `discordance` (e.g. observed for two models) or `baseline_rate` P under the
+    INDEPENDENT_SUCCESSES assumption. Returns tasks (rounded up), tasks_unrounded, difference,
+    discordance (ψ), baseline_rate (or None), alpha, power, method and assumption."""
+    _between_0_and_1("difference", difference)
+    _power_arguments(alpha, power, discordance, baseline_rate)
+    if difference > _largest_difference(discordance, baseline_rate):
+        raise ValueError(
+            "the difference must be at most the discordance (p01 = (ψ - δ)/2 >= 0)"
+            if discordance is not None
+            else "the baseline rate plus the difference must be at most 1"
+        )
+    psi = _psi(difference, discordance, baseline_rate)
+    tasks = _connor_tasks(difference, psi, alpha, power)
+    return {
+        "tasks": math.ceil(tasks),
+        "tasks_unrounded": tasks,
+        **_power_fields(difference, discordance, baseline_rate, alpha, power),
+    }
+
+
+def mcnemar_detectable_difference(
+    tasks: int,
+    *,
+    alpha: float = 0.05,
+    power: float = 0.8,
+    discordance: float | None = None,
+    baseline_rate: float | None = None,
+) -> dict:
+    """The smallest paired difference δ that `tasks` tasks detect at `alpha` with `power`: the
+    inverse of `mcnemar_sample_size`, by bisection on δ to DIFFERENCE_TOLERANCE (the returned δ
+    needs at most `tasks` tasks; δ - tolerance needs more). The required n falls as δ grows
+    (power >= 1/2), for a fixed ψ and under the independence assumption, where ψ grows with δ.
+    δ is at most ψ, or 1 - P. Returns difference, tolerance, tasks, discordance (ψ at that δ),
+    baseline_rate (or None), alpha, power, method and assumption."""
+    if tasks < 1:
+        raise ValueError(f"tasks must be at least 1, not {tasks}")
+    _power_arguments(alpha, power, discordance, baseline_rate)
+
+    def needed(difference: float) -> float:
+        return _connor_tasks(difference, _psi(difference, discordance, baseline_rate), alpha, power)
+
+    low, high = 0.0, _largest_difference(discordance, baseline_rate)
+    if needed(high) > tasks:
+        raise ValueError(
+            f"{tasks} tasks detect no possible difference at this alpha and power: even the "
+            f"largest, {high:.4g}, needs {math.ceil(needed(high))}"
+        )
+    while high - low > DIFFERENCE_TOLERANCE:  # needed(low) > tasks >= needed(high)
+        middle = (low + high) / 2
+        if needed(middle) > tasks:
+            low = middle
+        else:
+            high = middle
+    return {
+        "tasks": tasks,
+        "tolerance": DIFFERENCE_TOLERANCE,
+        **_power_fields(high, discordance, baseline_rate, alpha, power),
+    }
+
+
+ALLOCATION_METHOD = (
+    "proportional allocation by largest remainder (Hamilton): floor(N·n_s/T) per source, the "
+    "rest one each to the largest remainders, ties to the larger source, then the earlier one"
+)
+SELECTION_METHOD = (
+    "per source, the tasks with the lowest sha256(f'{seed}:{task_id}'), in MANIFEST order"
+)
+
+
+def proportional_allocation(sources: Sequence[tuple[str, int]], total: int) -> dict[str, int]:
+    """Split `total` tasks over `sources` ((source_id, task count) in source order) in
+    proportion to their sizes, by the largest-remainder (Hamilton) method: each source gets the
+    floor of its quota total·n_s/T, and the seats left go one each to the largest remainders
+    (exact integers, no float), ties broken by the larger source, then the earlier one. Every
+    source gets the floor or the ceiling of its quota, never more tasks than it has. Returns
+    {source_id: count} in source order."""
+    ids = [source_id for source_id, _ in sources]
+    if len(set(ids)) != len(ids):
+        raise ValueError("source ids must be distinct")
+    if any(size < 0 for _, size in sources):
+        raise ValueError("task counts must be non-negative")
+    available = sum(size for _, size in sources)
+    if not 1 <= total <= available:
+        raise ValueError(f"the number of tasks must be between 1 and {available}, not {total}")
+    shares = [divmod(total * size, available) for _, size in sources]
+    left = total - sum(floor for floor, _ in shares)
+    ranked = sorted(range(len(sources)), key=lambda i: (-shares[i][1], -sources[i][1], i))
+    extra = set(ranked[:left])
+    return {ids[i]: floor + (i in extra) for i, (floor, _) in enumerate(shares)}
+
+
+def seeded_sample(task_ids: Sequence[str], k: int, seed: int | str) -> list[str]:
+    """The k task ids with the lowest sha256(f"{seed}:{task_id}") (the same on every Python
+    version and machine, unlike `random`), in their given order."""
+    if len(set(task_ids)) != len(task_ids):
+        raise ValueError("task ids must be distinct")
+    if not 0 <= k <= len(task_ids):
+        raise ValueError(f"cannot pick {k} of {len(task_ids)} tasks")
+
+    def rank(task_id: str) -> bytes:
+        return hashlib.sha256(f"{seed}:{task_id}".encode()).digest()
+
+    keep = set(sorted(task_ids, key=rank)[:k])
+    return [task_id for task_id in task_ids if task_id in keep]
+
+
+def stratified_selection(
+    tasks: Sequence[tuple[str, str]], sources: Sequence[str], total: int, seed: int | str
+) -> dict:
+    """`total` tasks stratified by source: `tasks` are (task_id, source_id) in MANIFEST order,
+    `sources` the source ids in SOURCES order. Each source's count is its
+    `proportional_allocation`, its tasks its `seeded_sample`. Returns {"allocation":
+    {source_id: count} in source order, "task_ids": the selected ids in MANIFEST order,
+    "seed", "method"}."""
+    if len({task_id for task_id, _ in tasks}) != len(tasks):
+        raise ValueError("task ids must be distinct")
+    unknown = sorted({source for _, source in tasks} - set(sources))
+    if unknown:
+        raise ValueError(f"tasks of unknown sources: {', '.join(unknown)}")
+    by_source: dict[str, list[str]] = {source: [] for source in sources}
+    for task_id, source in tasks:
+        by_source[source].append(task_id)
+    allocation = proportional_allocation([(s, len(ids)) for s, ids in by_source.items()], total)
+    chosen = {
+        task_id
+        for source, ids in by_source.items()
+        for task_id in seeded_sample(ids, allocation[source], seed)
+    }
+    return {
+        "allocation": allocation,
+        "task_ids": [task_id for task_id, _ in tasks if task_id in chosen],
+        "seed": seed,
+        "method": f"{ALLOCATION_METHOD}; {SELECTION_METHOD}",
+    }
 
 
 def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
