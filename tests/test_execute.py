@@ -136,8 +136,9 @@ def test_execute_on_slurm_scores_nop_0_and_oracle_1_and_resumes_after_a_kill(tmp
     for receipt in trials.values():
         [trial] = receipt["trials"]
         by_agent.setdefault(receipt["plan"]["agent"], []).append(trial["reward"])
+        result = Path(receipt["job_dir"]) / trial["trial_name"] / "result.json"
+        assert json.loads(result.read_text())["config"]["environment"]["type"] == "docker"
         if trial["trial_name"] in finished:  # kept by Harbor's resume, not rerun
-            result = Path(receipt["job_dir"]) / trial["trial_name"] / "result.json"
             assert result.read_bytes() == finished[trial["trial_name"]]
     assert by_agent == {"nop": [0, 0], "oracle": [1, 1]}
     still_there = {p.parent.name for p in jobs.glob("*/*/result.json")}
