@@ -7,7 +7,7 @@ STAMP := $(VENV)/.afbench-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test test-fast lint format bench clean harbor slurm
+.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker
 
 setup: $(STAMP)
 
@@ -49,6 +49,11 @@ harbor:
 # A one-node SLURM cluster on this machine (root; Debian's slurm-wlm and munge).
 slurm:
 	bash ci/slurm-up.sh
+
+# A Docker engine for Harbor's `docker` environment (root; Debian's docker.io, Compose v2, a
+# local debian:bookworm-slim). `bash ci/docker-up.sh stop` ends the dockerd it started.
+docker:
+	bash ci/docker-up.sh
 
 clean:
 	rm -rf results .snakemake

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import copy
+import functools
 import gzip
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -451,16 +453,83 @@ def run_all(cfg: dict) -> Path:
     return rev
 
 
-# --- the execution stage's real pieces: Harbor 0.22.0 (make harbor) and SLURM (make slurm) ----
+# --- the execution stage's real pieces: Harbor 0.22.0 (make harbor), a Docker engine for its
+# own `docker` environment (make docker) and SLURM (make slurm) -------------------------------
 HARBOR = REPO / ".harbor-venv" / "bin" / "harbor"
+# the demo tasks' Dockerfiles build FROM it; no registry is reachable, so it must be local
+BASE_IMAGE = "debian:bookworm-slim"
+COMPOSE_PROJECT = "com.docker.compose.project"
 
 
 def harbor_skip_reason() -> str | None:
     if not HARBOR.is_file():
         return f"no Harbor 0.22.0 at {HARBOR}: run `make harbor` (ci/harbor-setup.sh)"
-    if os.geteuid() != 0:
-        return "the host environment for Harbor needs root (mount namespaces)"
     return None
+
+
+@functools.cache
+def docker_skip_reason() -> str | None:
+    """Why Harbor's `docker` environment cannot run the demo tasks here, or None: it needs an
+    engine that answers, Docker Compose v2 and the tasks' base image."""
+    setup = "run `make docker` (ci/docker-up.sh, as root)"
+    if shutil.which("docker") is None:
+        return f"no docker client on PATH: {setup}"
+
+    def docker(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            ["docker", *args], capture_output=True, text=True, timeout=30, check=False
+        )
+
+    info = docker("info", "--format", "{{.ServerVersion}}")
+    if info.returncode != 0:
+        return f"no Docker engine answers ({(info.stdout + info.stderr).strip()[:200]}): {setup}"
+    compose = docker("compose", "version", "--short")
+    if compose.returncode != 0 or not compose.stdout.strip().lstrip("v").startswith("2."):
+        return f"Harbor's docker environment needs Docker Compose v2, not here: {setup}"
+    if docker("image", "inspect", BASE_IMAGE).returncode != 0:
+        return f"no {BASE_IMAGE} image (the demo tasks build FROM it): {setup}"
+    return None
+
+
+def docker_leftovers(jobs: Path) -> list[str]:
+    """What Docker still holds of the Harbor trials under `jobs` (its <job>/<trial> folders):
+    containers, images, networks and volumes of their Compose projects, which Harbor names
+    after the trial (`<trial>__env`, lowercased; Compose labels all it makes with the project)."""
+    prefixes = tuple(
+        re.sub(r"[^a-z0-9_-]", "-", p.name.lower()) + "__" for p in jobs.glob("*/*") if p.is_dir()
+    )
+    assert prefixes, f"no trial folders under {jobs}"
+
+    def docker(*args: str) -> list[str]:
+        return subprocess.run(
+            ["docker", *args], capture_output=True, text=True, timeout=60, check=True
+        ).stdout.splitlines()
+
+    labelled = ("--filter", f"label={COMPOSE_PROJECT}")
+    row = '{{.Label "' + COMPOSE_PROJECT + '"}}\t{{.Name}}'
+    rows = {
+        "container": docker("ps", "-a", *labelled, "--format", row.replace(".Name", ".Names")),
+        "network": docker("network", "ls", *labelled, "--format", row),
+        "volume": docker("volume", "ls", *labelled, "--format", row),
+    }
+    images = docker("image", "ls", "-q", *labelled)
+    rows["image"] = (
+        docker(
+            "image",
+            "inspect",
+            "--format",
+            '{{index .Config.Labels "' + COMPOSE_PROJECT + '"}}\t{{.RepoTags}}',
+            *sorted(set(images)),
+        )
+        if images
+        else []
+    )
+    return [
+        f"{kind} {name}"
+        for kind, lines in rows.items()
+        for project, _, name in (line.partition("\t") for line in lines)
+        if project.startswith(prefixes)
+    ]
 
 
 def slurm_skip_reason() -> str | None:

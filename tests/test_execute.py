@@ -1,6 +1,7 @@
 """`snakemake execute`: the plans' trials run through Snakemake (on a real one-node SLURM
-cluster when one is up), imported per configuration and shown in the report; money is never
-spent by accident; a killed controller resumes without rerunning a finished trial."""
+cluster when one is up, in Harbor's own docker environment on its node), imported per
+configuration and shown in the report; money is never spent by accident; a killed controller
+resumes without rerunning a finished trial, and no container is left behind."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ import yaml
 
 from conftest import (
     HARBOR,
-    REPO,
     SNAKEMAKE,
     demo_revision,
+    docker_leftovers,
+    docker_skip_reason,
     harbor_skip_reason,
     project,
     slurm_skip_reason,
@@ -35,13 +37,12 @@ def overlay(root: Path, items: list[dict], **execute) -> list[str]:
     cfg = {
         "selections": {"exec-two": {"tasks": TASKS}},
         "plans": {
-            "environment_type": "host_env:HostEnvironment",
+            "environment_type": "docker",  # Harbor's own, on the node (make docker)
             "harbor": str(HARBOR),
             "items": [{"selection": "exec-two", **item} for item in items],
         },
         "execute": {
             "items": [{"selection": "exec-two", **item} for item in items],
-            "env": {"PYTHONPATH": str(REPO / "tests" / "harbor_env")},
             **execute,
         },
     }
@@ -93,9 +94,10 @@ def test_a_formal_run_needs_pinned_image_digests(planned_project):
 
 
 @pytest.mark.harbor
+@pytest.mark.docker
 @pytest.mark.slurm
 def test_execute_on_slurm_scores_nop_0_and_oracle_1_and_resumes_after_a_kill(tmp_path):
-    reason = harbor_skip_reason() or slurm_skip_reason()
+    reason = harbor_skip_reason() or docker_skip_reason() or slurm_skip_reason()
     if reason:
         pytest.skip(reason)
     root = project(tmp_path)
@@ -134,8 +136,9 @@ def test_execute_on_slurm_scores_nop_0_and_oracle_1_and_resumes_after_a_kill(tmp
     for receipt in trials.values():
         [trial] = receipt["trials"]
         by_agent.setdefault(receipt["plan"]["agent"], []).append(trial["reward"])
+        result = Path(receipt["job_dir"]) / trial["trial_name"] / "result.json"
+        assert json.loads(result.read_text())["config"]["environment"]["type"] == "docker"
         if trial["trial_name"] in finished:  # kept by Harbor's resume, not rerun
-            result = Path(receipt["job_dir"]) / trial["trial_name"] / "result.json"
             assert result.read_bytes() == finished[trial["trial_name"]]
     assert by_agent == {"nop": [0, 0], "oracle": [1, 1]}
     still_there = {p.parent.name for p in jobs.glob("*/*/result.json")}
@@ -146,3 +149,4 @@ def test_execute_on_slurm_scores_nop_0_and_oracle_1_and_resumes_after_a_kill(tmp
     assert counts["nop"]["rejected"] == 2 and counts["oracle"]["accepted"] == 2
     html = (out / "report/executed/index.html").read_text()
     assert "executed-exec-two" in html and "oracle 1.0.0" in html
+    assert docker_leftovers(jobs) == []

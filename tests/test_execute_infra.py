@@ -1,12 +1,14 @@
 """The pieces the execute stage stands on, each real: the demo release's exporter writes Harbor
 0.22.0 task directories whose grader scores the untouched workspace 0 and the oracle's solution
 1; Harbor 0.22.0 itself (from `make harbor`) runs `nop` and `oracle` on them through the plan's
-argv, with the host environment of tests/harbor_env as the only stand-in; and a Snakemake job
-goes through profiles/slurm to a real SLURM cluster (from `make slurm`)."""
+argv in its own `docker` environment (a Docker engine from `make docker`), leaving no container
+behind, and reports the cost afbench's test agent (tests/harbor_agents) says it spent; and a
+Snakemake job goes through profiles/slurm to a real SLURM cluster (from `make slurm`)."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -22,9 +24,15 @@ from afbench.plan import build_plan
 from afbench.release import identity
 from afbench.runs import read_harbor_job
 
-from conftest import HARBOR, REPO, harbor_skip_reason, slurm_skip_reason
+from conftest import (
+    HARBOR,
+    REPO,
+    docker_leftovers,
+    docker_skip_reason,
+    harbor_skip_reason,
+    slurm_skip_reason,
+)
 
-HOST_ENV = "host_env:HostEnvironment"
 TASK = "demo_s01_t001"
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
@@ -156,21 +164,23 @@ def test_concurrent_exports_of_one_task_all_succeed_and_agree(checkout, tmp_path
     assert run([*argv, "--check"], checkout).returncode == 0
 
 
+def trial_skip_reason() -> str | None:
+    return harbor_skip_reason() or docker_skip_reason()
+
+
 @pytest.mark.harbor
-@pytest.mark.skipif(harbor_skip_reason() is not None, reason=str(harbor_skip_reason()))
+@pytest.mark.docker
+@pytest.mark.skipif(trial_skip_reason() is not None, reason=str(trial_skip_reason()))
 def test_harbor_runs_nop_and_oracle_with_the_plan_argv_and_afbench_reads_them(checkout, tmp_path):
     jobs = tmp_path / "jobs"
-    env = {"PYTHONPATH": str(REPO / "tests" / "harbor_env")}
     outcomes = {}
     for agent in ("nop", "oracle"):
-        step = plan_for(checkout, agent, jobs, environment=HOST_ENV)
+        step = plan_for(checkout, agent, jobs)
         assert run(python_argv(step["export"]), checkout).returncode == 0
         argv = step["run"]["argv"]
-        assert argv[0] == "harbor" and argv[-2:] == ["-e", HOST_ENV]
+        assert argv[0] == "harbor" and argv[-2:] == ["-e", "docker"]
         assert step["run"]["env"] == {"HARBOR_TELEMETRY": "0"}
-        result = run(
-            [str(HARBOR), *argv[1:]], Path(step["run"]["cwd"]), {**env, **step["run"]["env"]}
-        )
+        result = run([str(HARBOR), *argv[1:]], Path(step["run"]["cwd"]), step["run"]["env"])
         assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
         [attempt] = read_harbor_job(Path(step["job_dir"]))
         outcomes[agent] = (attempt["task_id"], attempt["outcome"], attempt["reward"])
@@ -184,13 +194,50 @@ def test_harbor_runs_nop_and_oracle_with_the_plan_argv_and_afbench_reads_them(ch
         for p in job_dir.iterdir()
         if p.is_dir()
     }
-    again = run([str(HARBOR), *argv[1:]], Path(step["run"]["cwd"]), {**env, **step["run"]["env"]})
+    again = run([str(HARBOR), *argv[1:]], Path(step["run"]["cwd"]), step["run"]["env"])
     assert again.returncode == 0, again.stderr[-2000:]
     assert {
         p.name: hashlib.sha256((p / "result.json").read_bytes()).hexdigest()
         for p in job_dir.iterdir()
         if p.is_dir()
     } == trials
+    assert docker_leftovers(jobs) == []
+
+
+@pytest.mark.harbor
+@pytest.mark.docker
+@pytest.mark.skipif(trial_skip_reason() is not None, reason=str(trial_skip_reason()))
+def test_the_test_agent_reports_its_cost_through_harbor_and_afbench_reads_it(checkout, tmp_path):
+    # the plan's argv with the agent swapped for afbench's model-free test agent, which reports
+    # a fixed cost through Harbor's agent context (plans accept only Harbor's own agents)
+    jobs = tmp_path / "jobs"
+    step = plan_for(checkout, "nop", jobs)
+    assert run(python_argv(step["export"]), checkout).returncode == 0
+    argv = [str(HARBOR), *step["run"]["argv"][1:]]
+    argv[argv.index("-a") + 1] = "cost_agent:CostAgent"
+    result = run(
+        argv,
+        Path(step["run"]["cwd"]),
+        {
+            **step["run"]["env"],
+            "PYTHONPATH": str(REPO / "tests" / "harbor_agents"),
+            "AFBENCH_TEST_AGENT_COST_USD": "2.5",
+        },
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    job_dir = Path(step["job_dir"])
+    [trial] = [p for p in job_dir.iterdir() if p.is_dir()]
+    recorded = json.loads((trial / "result.json").read_text())
+    assert recorded["agent_result"]["cost_usd"] == 2.5
+    assert recorded["verifier_result"]["rewards"] == {"reward": 0.0}  # it wrote nothing
+    assert json.loads((job_dir / "result.json").read_text())["stats"]["cost_usd"] == 2.5
+    [attempt] = read_harbor_job(job_dir)
+    assert (attempt["agent"], attempt["outcome"], attempt["cost_usd"]) == (
+        "afbench-test-cost",
+        "rejected",
+        2.5,
+    )
+    assert docker_leftovers(jobs) == []
 
 
 @pytest.mark.slurm
