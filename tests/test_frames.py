@@ -28,7 +28,7 @@ from conftest import FIXTURES, REPO, afbench, config_for, run_all, write_tree
 README_EXAMPLE = """\
 import afbench.frames as af
 
-root = "results/19d659d3da5a2f45a8ea1548136c9030e09d58ae"  # what `make demo` wrote
+root = "results/085f3b8dcf191151543243ff129ed421e711426d"  # what `make demo` wrote
 
 board = af.leaderboard(root)  # one row per model, with the report's Wilson intervals
 board[["rank", "model", "passes", "success_rate", "wilson_low", "wilson_high"]]

@@ -39,7 +39,15 @@ COST_SCALE = {
     "demo-model-h": 0.4,
     "demo-model-i": 0.3,
 }
-INFRA_ERRORS_PER_MODEL = 2
+# Official rows with stop_reason infrastructure_error, per model (the others have 2): enough on
+# demo-model-c and demo-model-g that resolving them either way moves a paired comparison
+# across alpha, which the report marks.
+INFRA_ERRORS = {"demo-model-c": 5, "demo-model-g": 4}
+INFRA_ERRORS_DEFAULT = 2
+# Sources whose tasks succeed or fail together across models: each has one difficulty for all
+# its tasks, up to a little noise, so their tasks are not independent draws (design effect > 1).
+COHESIVE_SOURCES = 3
+COHESIVE_NOISE = 0.04
 AUTHOR = ("afbench demo", "demo@afbench.invalid", "2026-10-13T00:00:00+00:00")
 
 MANIFEST_HEADER = [
@@ -77,6 +85,10 @@ can run offline. Never cite these numbers.
 `harbor/export.py --problem TASK` writes a real Harbor 0.22.0 task directory for any task here
 (to `tasks/TASK`): an invented Lean statement with `sorry`, a grader that compares text (reward 1
 only for the reference solution; it runs no Lean), and an oracle solution.
+
+A few of the sources are made so that their tasks succeed or fail together across models
+(one difficulty per source), as tasks of one textbook tend to: the report's clustered standard
+errors and design effects show it. Some rows have `stop_reason` `infrastructure_error`.
 """
 
 # harbor/export.py of the release: a real exporter of Harbor 0.22.0 task directories for the
@@ -133,6 +145,12 @@ def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, byt
     for task in tasks:
         task["workspace"] = f"workspaces/{task['task_id']}"
     difficulty = {task["task_id"]: rng.random() for task in tasks}
+    cohesive = rng.sample([source[0] for source in sources], COHESIVE_SOURCES)
+    for source_id in sorted(cohesive):
+        level = rng.random()
+        for task in tasks:
+            if task["source_id"] == source_id:
+                difficulty[task["task_id"]] = level + rng.gauss(0, COHESIVE_NOISE)
 
     files = {
         "README.md": README.format(seed=SEED).encode(),
@@ -153,9 +171,10 @@ def _model_results(
     noisy = sorted(tasks, key=lambda t: difficulty[t["task_id"]] + rng.gauss(0, 0.15))
     solved = {t["task_id"] for t in noisy[:passes]}
     failed = [t["task_id"] for t in noisy[passes:]]
-    infra = set(rng.sample(failed, INFRA_ERRORS_PER_MODEL))
+    base = "-".join(slug.split("-")[:3])  # benchmark copies: demo-model-a-2
+    infra = set(rng.sample(failed, INFRA_ERRORS.get(base, INFRA_ERRORS_DEFAULT)))
     over_budget = failed[-1] if slug == OVER_BUDGET["model"] else None
-    scale = COST_SCALE["-".join(slug.split("-")[:3])]  # benchmark copies: demo-model-a-2
+    scale = COST_SCALE[base]
     rows = []
     for task in tasks:
         tid, n = task["task_id"], task["n_obligations"]
