@@ -70,8 +70,13 @@ def main(out: str, config_paths: list[str]) -> None:
         )
         write_json(root / f"import-{slug}.json", imp)
         imports.append(compact(imp))
-        totals.append({k: v for k, v in imp.items() if k != "records"})
-    summary = official.summarize(totals, cfg["import"]["strict_budget"])
+        totals.append(official.reduced(imp))
+    summary = official.summarize(
+        totals,
+        cfg["import"]["strict_budget"],
+        config.published_facts(cfg),
+        cfg["import"]["strict_published"],
+    )
     write_json(root / "summary.json", summary)
     result = analysis.analyse(summary, imports, tasks, [], cfg["report"]["confidence"])
     drawn = figures.make_figures(result)

@@ -166,6 +166,24 @@ def column_flags(flag: str, mapping: dict[str, str]) -> list[str]:
     return [f"--{flag}={ours}={theirs}" for ours, theirs in mapping.items()]
 
 
+def published_flags(cfg: dict) -> list[str]:
+    """The compare-models job's published facts and strictness, as the workflow passes them."""
+    from afbench.config import published_facts
+
+    facts = published_facts(cfg)
+    return [
+        f"--published-source={facts['source'] or ''}",
+        f"--published-task-rows={facts['task_rows'] or ''}",
+        *[f"--published-passes={slug}={n}" for slug, n in facts["passes"].items()],
+        *[
+            f"--published-over-budget={slug}={usd!r}"
+            for slug, costs in facts["over_budget_usd"].items()
+            for usd in costs
+        ],
+        f"--strict-published={str(cfg['import']['strict_published']).lower()}",
+    ]
+
+
 def fetch_release(cfg: dict, only: list[str] | None = None) -> list[str]:
     """Every pinned file and the receipt (`afbench fetch --release-dir … --all-models`), or just
     the files named in `only` (a model through --model, a file through `job fetch-file`)."""
@@ -426,6 +444,7 @@ def run_all(cfg: dict) -> Path:
         *each,
         f"--verified={receipt}",
         f"--strict-budget={str(cfg['import']['strict_budget']).lower()}",
+        *published_flags(cfg),
         f"--summary={imports / 'summary.json'}",
         f"--leaderboard={imports / 'leaderboard.csv'}",
     )

@@ -111,7 +111,7 @@ def test_relabelled_condition_is_refused_by_the_cli(fetched_config, tmp_path):
 def test_refusals_never_remove_an_earlier_artifact(fetched_config, tmp_path):
     """A refused strict comparison keeps the previous summary and leaderboard; a file outside
     the artifact folder is refused by the manifest; non-finite or negative numbers are refused."""
-    from conftest import run_all
+    from conftest import published_flags, run_all
 
     rev = run_all(fetched_config)
     imports = rev / "imports/source-present/budget-200"
@@ -122,6 +122,7 @@ def test_refusals_never_remove_an_earlier_artifact(fetched_config, tmp_path):
         "compare-models",
         *each,
         "--strict-budget=true",
+        *published_flags(fetched_config),
         f"--summary={imports / 'summary.json'}",
         f"--leaderboard={imports / 'leaderboard.csv'}",
     )

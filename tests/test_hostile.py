@@ -677,7 +677,13 @@ def test_every_figure_draws_display_names_exactly_as_typed():
     models = [f"m{i}" for i in range(len(LABELS))]
     labels = dict(zip(models, LABELS, strict=True))
     board = [
-        {"display_name": n, "success_rate": 0.5, "wilson_low": 0.4, "wilson_high": 0.6}
+        {
+            "display_name": n,
+            "success_rate": 0.5,
+            "wilson_low": 0.4,
+            "wilson_high": 0.6,
+            "clustered": {"low": 0.35, "high": 0.65},
+        }
         for n in LABELS
     ]
     cost = [

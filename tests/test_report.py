@@ -119,7 +119,7 @@ def test_report_refuses_numbers_older_than_their_pin(dir_config):
     from afbench.errors import AfbenchError
     from afbench.fsutil import sha256_bytes
 
-    from conftest import afbench, fetch_release, import_model, release_dir
+    from conftest import afbench, fetch_release, import_model, published_flags, release_dir
 
     rev = run_all(dir_config)
     target = Path(dir_config["source"]["mirror"]) / "results/demo-model-a.csv"
@@ -141,6 +141,7 @@ def test_report_refuses_numbers_older_than_their_pin(dir_config):
             "--verified",
             receipt,
             "--strict-budget=false",
+            *published_flags(dir_config),
             "--summary",
             rev / "s.json",
             "--leaderboard",

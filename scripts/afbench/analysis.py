@@ -8,11 +8,20 @@ from .errors import AfbenchError, Problem, raise_if
 from .records import ANALYSIS, record
 from .release import stale_imports
 from .stats import (
+    CLUSTERED_DIFFERENCE_METHOD,
+    CLUSTERED_RATE_METHOD,
+    INFRASTRUCTURE_BOUNDS_METHOD,
+    LETTER_DISPLAY_METHOD,
+    clustered_difference_from_counts,
+    clustered_rate_from_counts,
+    compact_letter_display,
     holm,
-    mcnemar_exact,
+    leader_tier,
+    mcnemar_exact_many,
     paired_difference_from_counts,
     pareto_frontier,
     standard_error,
+    success_bounds,
     wilson_interval,
 )
 
@@ -64,10 +73,145 @@ def check_current(
         )
 
 
-def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
+def _order(imports: list[dict]) -> list[dict]:
+    """The leaderboard's order: most passes first, then by slug."""
+    return sorted(imports, key=lambda i: (-i["passes"], i["model"]))
+
+
+WILSON_METHOD = "Wilson score interval; tasks taken as independent draws"
+STANDARD_ERROR_METHOD = (
+    "standard error of the mean with the sample variance, sqrt(p(1-p)/(n-1)) (Miller 2024, "
+    "eq. 2); tasks taken as independent draws"
+)
+PER_SOURCE_METHOD = "per source: passes of its tasks, with the Wilson score interval"
+TIER_METHOD = (
+    "leader's tier: the leader and every model whose Holm-adjusted exact McNemar p against it "
+    "is at least alpha; letters: " + LETTER_DISPLAY_METHOD + ", differing meaning a "
+    "Holm-adjusted p below alpha"
+)
+MARK_RULE = (
+    "a pair is marked when the unadjusted exact McNemar p with the errors resolved either way "
+    "falls on the other side of alpha from the reported unadjusted p"
+)
+
+
+def which_to_cite(tasks: int, sources: int) -> str:
+    """The report's one sentence on which interval to cite, and why."""
+    return (
+        f"Cite the clustered interval: tasks of one source succeed or fail together, so for a "
+        f"claim about the benchmark's population of sources the {sources} sources, not the "
+        f"{tasks} tasks, are the independent draws; the Wilson interval fits only a claim in "
+        f"which tasks are the unit (new tasks drawn independently from these same sources)."
+    )
+
+
+FEW_SOURCES = (
+    "With few sources the clustered standard error is biased low (Miller 2024), so its "
+    "interval is, if anything, still too narrow."
+)
+
+
+def letters_text(letters: list[str]) -> str:
+    """A model's letters as one cell: run together ('ab'), or with spaces when some letter has
+    more than one character (past 'z': 'z aa')."""
+    return ("" if all(len(x) == 1 for x in letters) else " ").join(letters)
+
+
+def paired_counts(order: list[str], bits: dict[str, int], tasks: int) -> list[dict]:
+    """Every pair (a before b in `order`) with its tasks solved by both, only a, only b,
+    neither, from each model's successes as a bitset over one task order."""
+    pairs = []
+    for a, b in combinations(order, 2):
+        only_a = (bits[a] & ~bits[b]).bit_count()
+        only_b = (bits[b] & ~bits[a]).bit_count()
+        both = (bits[a] & bits[b]).bit_count()
+        pairs.append(
+            {
+                "a": a,
+                "b": b,
+                "tasks": tasks,
+                "both": both,
+                "only_a": only_a,
+                "only_b": only_b,
+                "neither": tasks - both - only_a - only_b,
+            }
+        )
+    return pairs
+
+
+def paired_tests(
+    order: list[str], bits: dict[str, int], tasks: int, alpha: float = ALPHA
+) -> list[dict]:
+    """`paired_counts` with each pair's exact McNemar p, Holm-adjusted over all pairs, and
+    whether the adjusted p is below alpha."""
+    pairs = paired_counts(order, bits, tasks)
+    p_exact = mcnemar_exact_many([(p["only_a"], p["only_b"]) for p in pairs])
+    for pair, p, p_adj in zip(pairs, p_exact, holm(p_exact), strict=True):
+        pair["p_exact"], pair["p_holm"], pair["significant"] = p, p_adj, p_adj < alpha
+    return pairs
+
+
+def tiers(order: list[str], pairs: list[dict], alpha: float = ALPHA) -> dict[str, dict]:
+    """Per model (`order` best first, `pairs` from `paired_tests`): whether it is in the
+    leader's tier (its Holm-adjusted p against the leader is at least alpha) and its letters
+    (two models share a letter exactly when their Holm-adjusted p is at least alpha)."""
+    holm_p = {(p["a"], p["b"]): p["p_holm"] for p in pairs}
+    leader = order[0]
+    tier = set(leader_tier(order, {m: holm_p[leader, m] for m in order[1:]}, alpha))
+    letters = compact_letter_display(order, {key: p < alpha for key, p in holm_p.items()})
+    return {m: {"leader_tier": m in tier, "letters": letters[m]} for m in order}
+
+
+def significance(
+    order: list[str], bits: dict[str, int], tasks: int, alpha: float = ALPHA
+) -> tuple[list[dict], dict[str, dict]]:
+    """`paired_tests` and the `tiers` they give. The comparison summary and the report's
+    analysis both come through here, so their tiers are the same."""
+    pairs = paired_tests(order, bits, tasks, alpha)
+    return pairs, tiers(order, pairs, alpha)
+
+
+class _Tasks:
+    """The catalog's task order and sources as bitsets over it, as the compactor's
+    success_bits are."""
+
+    def __init__(self, catalog: dict) -> None:
+        self.position = {t["task_id"]: i for i, t in enumerate(catalog["tasks"])}
+        masks = dict.fromkeys((s["source_id"] for s in catalog["sources"]), 0)
+        for i, task in enumerate(catalog["tasks"]):
+            masks[task["source_id"]] |= 1 << i
+        self.sources = [(s["source_id"], s["n_tasks"]) for s in catalog["sources"]]
+        self.masks = [masks[sid] for sid, _ in self.sources]
+        self.sizes = [n for _, n in self.sources]
+
+    def bits(self, task_ids: list[str]) -> int:
+        out = 0
+        for task_id in task_ids:
+            out |= 1 << self.position[task_id]
+        return out
+
+
+def _errors(imp: dict, tasks: _Tasks) -> int:
+    """The tasks whose reported outcome is an infrastructure error, as a bitset."""
+    return tasks.bits(imp["infrastructure_errors"]["tasks"])
+
+
+def leaderboard(
+    imports: list[dict], catalog: dict, confidence: float, tier: dict, summary: dict
+) -> list[dict]:
+    """One row per model (imports reduced by `compactor`), best first: the reported passes;
+    the Wilson interval and standard error (tasks independent) beside the clustered standard
+    error over sources with its interval and design effect; its `tiers` entry; the
+    infrastructure errors' bounds; and, from the comparison summary, the authors' published
+    count."""
+    tasks = _Tasks(catalog)
+    board = _order(imports)
+    published = {row["model"]: row for row in summary["leaderboard"]}
     rows = []
-    for imp in sorted(imports, key=lambda i: (-i["passes"], i["model"])):
+    for imp in board:
         low, high = wilson_interval(imp["passes"], imp["tasks"], confidence)
+        by_source = [imp["passes_by_source"][sid] for sid, _ in tasks.sources]
+        facts = published.get(imp["model"], {})
         rows.append(
             {
                 "model": imp["model"],
@@ -78,8 +222,16 @@ def leaderboard(imports: list[dict], confidence: float) -> list[dict]:
                 "wilson_low": low,
                 "wilson_high": high,
                 "standard_error": standard_error(imp["passes"], imp["tasks"]),
+                "clustered": clustered_rate_from_counts(by_source, tasks.sizes, confidence),
+                "leader_tier": tier[imp["model"]]["leader_tier"],
+                "letters": tier[imp["model"]]["letters"],
                 "infrastructure_errors": imp["infrastructure_errors"]["count"],
+                "infrastructure_bounds": success_bounds(
+                    imp["passes"], imp["infrastructure_errors"]["count"], imp["tasks"]
+                ),
                 "over_budget_records": imp["budget_audit"]["over_budget_count"],
+                "published_passes": facts.get("published_passes"),
+                "matches_published": facts.get("matches_published"),
             }
         )
     return rows
@@ -107,50 +259,67 @@ def compactor(catalog: dict):
     return compact
 
 
-def paired_comparisons(imports: list[dict], confidence: float) -> dict:
-    """Every pair of models on the same tasks (imports reduced by `compactor`)."""
-    order = [row["model"] for row in leaderboard(imports, confidence)]
+def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) -> dict:
+    """Every pair of models on the same tasks (imports reduced by `compactor`), a ranked above
+    b: the discordant counts, the exact McNemar p (Holm-adjusted over all pairs), the paired
+    difference a - b with its paired standard error, the same difference with the clustered
+    standard error over sources, and what the two models' infrastructure errors could do to
+    the test (resolved in favour of a, then of b)."""
+    tasks = _Tasks(catalog)
+    order = [imp["model"] for imp in _order(imports)]
     bits = {imp["model"]: imp["success_bits"] for imp in imports}
+    errors = {imp["model"]: _errors(imp, tasks) for imp in imports}
     n = imports[0]["tasks"]
-    pairs = []
-    for a, b in combinations(order, 2):
-        only_a = (bits[a] & ~bits[b]).bit_count()
-        only_b = (bits[b] & ~bits[a]).bit_count()
-        both = (bits[a] & bits[b]).bit_count()
-        pairs.append(
-            {
-                "a": a,
-                "b": b,
-                "tasks": n,
-                "both": both,
-                "only_a": only_a,
-                "only_b": only_b,
-                "neither": n - both - only_a - only_b,
-                "p_exact": mcnemar_exact(only_a, only_b),
-                **{
-                    f"difference_{k}": v
-                    for k, v in paired_difference_from_counts(only_a, only_b, n, confidence).items()
-                },
-            }
+    pairs = paired_tests(order, bits, n)
+    resolved = []
+    for pair in pairs:
+        a, b = bits[pair["a"]], bits[pair["b"]]
+        for won, lost in ((a | errors[pair["a"]], b), (a, b | errors[pair["b"]])):
+            resolved.append(((won & ~lost).bit_count(), (lost & ~won).bit_count()))
+    resolved_p = mcnemar_exact_many(resolved)
+    for index, pair in enumerate(pairs):
+        a, b = bits[pair["a"]], bits[pair["b"]]
+        only_a, only_b = a & ~b, b & ~a
+        difference = paired_difference_from_counts(pair["only_a"], pair["only_b"], n, confidence)
+        pair.update({f"difference_{k}": v for k, v in difference.items()})
+        pair["clustered"] = clustered_difference_from_counts(
+            [(only_a & mask).bit_count() for mask in tasks.masks],
+            [(only_b & mask).bit_count() for mask in tasks.masks],
+            tasks.sizes,
+            confidence,
         )
-    adjusted = holm([p["p_exact"] for p in pairs])
-    for pair, p_adj in zip(pairs, adjusted, strict=True):
-        pair["p_holm"] = p_adj
-        pair["significant"] = p_adj < ALPHA
+        reported = pair["p_exact"] < ALPHA
+        ways = {}
+        for way, offset in (("favour_a", 0), ("favour_b", 1)):
+            counts = resolved[2 * index + offset]
+            ways[way] = {
+                "only_a": counts[0],
+                "only_b": counts[1],
+                "p_exact": resolved_p[2 * index + offset],
+            }
+        pair["infrastructure"] = {
+            **ways,
+            "marked": any((w["p_exact"] < ALPHA) != reported for w in ways.values()),
+        }
     return {
         "test": "exact McNemar (two-sided binomial test on discordant tasks)",
         "correction": f"Holm-Bonferroni over {len(pairs)} pairs, family-wise alpha {ALPHA}",
         "difference": f"paired difference in success rate (a - b), {confidence:.0%} "
-        "normal interval with the paired standard error",
+        "normal interval with the paired standard error (tasks independent)",
+        "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
+        "infrastructure": f"{INFRASTRUCTURE_BOUNDS_METHOD}; {MARK_RULE} ({ALPHA}, unadjusted)",
+        "tiers": TIER_METHOD,
+        "marked_pairs": sum(p["infrastructure"]["marked"] for p in pairs),
         "pairs": pairs,
     }
 
 
-def per_source(imports: list[dict], catalog: dict) -> list[dict]:
+def per_source(imports: list[dict], catalog: dict, confidence: float) -> list[dict]:
     rows = []
     for source in catalog["sources"]:
         sid, n = source["source_id"], source["n_tasks"]
         passes = {imp["model"]: imp["passes_by_source"][sid] for imp in imports}
+        intervals = {m: wilson_interval(k, n, confidence) if n else None for m, k in passes.items()}
         rows.append(
             {
                 "source_id": sid,
@@ -158,6 +327,10 @@ def per_source(imports: list[dict], catalog: dict) -> list[dict]:
                 "tasks": n,
                 "passes": passes,
                 "rates": {m: (k / n if n else None) for m, k in passes.items()},
+                "wilson": {
+                    m: None if i is None else {"low": i[0], "high": i[1]}
+                    for m, i in intervals.items()
+                },
             }
         )
     return rows
@@ -217,6 +390,8 @@ def local_run_rows(runs: list[dict]) -> list[dict]:
 def analyse(
     summary: dict, imports: list[dict], catalog: dict, runs: list[dict], confidence: float
 ) -> dict:
+    paired = paired_comparisons(imports, catalog, confidence)
+    tier = tiers([imp["model"] for imp in _order(imports)], paired["pairs"])
     return {
         **record(ANALYSIS),
         "note": summary["note"],
@@ -225,9 +400,24 @@ def analyse(
         "confidence": confidence,
         "source_condition": summary["source_condition"],
         "budget_usd": summary["budget_usd"],
-        "leaderboard": leaderboard(imports, confidence),
-        "paired": paired_comparisons(imports, confidence),
-        "per_source": per_source(imports, catalog),
+        "alpha": ALPHA,
+        "methods": {
+            "success_rate_independent": WILSON_METHOD,
+            "standard_error": STANDARD_ERROR_METHOD,
+            "success_rate_clustered": CLUSTERED_RATE_METHOD,
+            "tiers": TIER_METHOD,
+            "infrastructure_bounds": "passes with every infrastructure error as a failure "
+            "(as reported) .. as a success",
+            "per_source": PER_SOURCE_METHOD,
+            "which_to_cite": which_to_cite(
+                catalog["counts"]["tasks"], catalog["counts"]["sources"]
+            ),
+            "few_sources": FEW_SOURCES,
+        },
+        "published": summary["published"],
+        "leaderboard": leaderboard(imports, catalog, confidence, tier, summary),
+        "paired": paired,
+        "per_source": per_source(imports, catalog, confidence),
         "cost_success": cost_success(imports),
         "budget_audit": summary["budget_audit"],
         "local_runs": local_run_rows(runs),

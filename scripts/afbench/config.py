@@ -363,13 +363,24 @@ def validate_config(data: dict, origin: str = "config") -> dict:
 
 def check_settings(config: dict, origin: str = "config") -> None:
     """What the schema cannot say: the environment type is one Harbor 0.22.0 knows (its list
-    lives in afbench.harbor alone). The Snakefile calls this after its own validation."""
+    lives in afbench.harbor alone), and published facts name their source. The Snakefile
+    calls this after its own validation."""
     from .harbor import check_environment_type
 
     try:
         check_environment_type(config["plans"]["environment_type"], "plans/environment_type")
     except AfbenchError as error:
         raise AfbenchError(problems=[_at(p, origin) for p in error.problems]) from None
+    facts = published_facts(config)
+    if facts["source"] is None and (
+        facts["task_rows"] or facts["passes"] or facts["over_budget_usd"]
+    ):
+        raise AfbenchError(
+            "published facts need their source: say where the authors published them",
+            file=origin,
+            field="release/published/source",
+            expected="e.g. the interface page's section that lists them",
+        )
 
 
 def _at(problem: Problem, origin: str) -> Problem:
@@ -466,6 +477,27 @@ def selected_models(config: dict) -> list[str]:
     if len(set(wanted)) != len(wanted):
         raise AfbenchError("a model is listed twice", field="import.models", found=str(wanted))
     return list(wanted)
+
+
+def published_facts(config: dict) -> dict:
+    """What the authors published about the release's results, as the comparison checks it
+    (afbench.official.check_published): the source, the task rows, and per model slug the
+    pass count and the costs above the budget, where config records them."""
+    models = config["models"]
+    return {
+        "source": config["release"]["published"]["source"],
+        "task_rows": config["release"]["published"]["task_rows"],
+        "passes": {
+            slug: spec["published_passes"]
+            for slug, spec in models.items()
+            if spec["published_passes"] is not None
+        },
+        "over_budget_usd": {
+            slug: spec["published_over_budget_usd"]
+            for slug, spec in models.items()
+            if spec["published_over_budget_usd"] is not None
+        },
+    }
 
 
 def file_for(config: dict, key: str) -> ReleaseFile:

@@ -62,24 +62,46 @@ def _svg(fig) -> str:
 
 
 def leaderboard_figure(rows: list[dict], confidence: float) -> str:
-    fig, ax = _subplots(7, 0.35 * len(rows) + 1.2)
+    """Each model's success rate with its Wilson interval (tasks independent) and, just below,
+    its clustered interval over sources."""
+    fig, ax = _subplots(7, 0.42 * len(rows) + 1.3)
     names = [_literal(r["display_name"]) for r in rows][::-1]
-    rates = [r["success_rate"] for r in rows][::-1]
-    lows = [r["success_rate"] - r["wilson_low"] for r in rows][::-1]
-    highs = [r["wilson_high"] - r["success_rate"] for r in rows][::-1]
-    ax.errorbar(
-        rates,
-        range(len(rows)),
-        xerr=[lows, highs],
-        fmt="o",
-        color="#1f5f8b",
-        ecolor="#7aa6c2",
-        capsize=3,
-    )
-    ax.set_yticks(range(len(rows)), names)
+    at = list(range(len(rows)))
+    for offset, interval, label, colour in (
+        (
+            0.12,
+            lambda r: (r["wilson_low"], r["wilson_high"]),
+            "Wilson (tasks independent)",
+            "#1f5f8b",
+        ),
+        (
+            -0.12,
+            lambda r: (r["clustered"]["low"], r["clustered"]["high"]),
+            "clustered over sources",
+            "#c0392b",
+        ),
+    ):
+        rates = [r["success_rate"] for r in rows][::-1]
+        bounds = [interval(r) for r in rows][::-1]
+        ax.errorbar(
+            rates,
+            [y + offset for y in at],
+            xerr=[
+                [p - lo for p, (lo, _) in zip(rates, bounds, strict=True)],
+                [hi - p for p, (_, hi) in zip(rates, bounds, strict=True)],
+            ],
+            fmt="o",
+            markersize=4,
+            color=colour,
+            ecolor=colour,
+            capsize=3,
+            label=f"{confidence:.0%} {label}",
+        )
+    ax.set_yticks(at, names)
     ax.set_xlim(0, 1)
-    ax.set_xlabel(f"success rate with {confidence:.0%} Wilson interval")
+    ax.set_xlabel("success rate")
     ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=7)
     return _svg(fig)
 
 

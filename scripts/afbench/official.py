@@ -416,9 +416,159 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
     }
 
 
-def summarize(imports: list[dict], strict_budget: bool) -> dict:
+def reduced(imp: dict) -> dict:
+    """A model import without its per-task records, with what the comparison takes from them:
+    its successes as a bitset over its tasks in task-id order (the same order for every import
+    of one task set, which the comparison requires)."""
+    return {**{k: v for k, v in imp.items() if k != "records"}, "success_bits": _bits(imp)}
+
+
+def _bits(imp: dict) -> int:
+    if "records" not in imp:
+        return imp["success_bits"]
+    position = {
+        task_id: i for i, task_id in enumerate(sorted(r["task_id"] for r in imp["records"]))
+    }
+    bits = 0
+    for r in imp["records"]:
+        if r["success"]:
+            bits |= 1 << position[r["task_id"]]
+    return bits
+
+
+NOTHING_PUBLISHED = {"source": None, "task_rows": None, "passes": {}, "over_budget_usd": {}}
+PUBLISHED_NOTE = (
+    "Each import checked against what the authors published (config: release.published, "
+    "models.<slug>.published_passes and published_over_budget_usd), as published facts with "
+    "their source; a difference is shown, never hidden"
+)
+
+
+def check_published(imports: list[dict], published: dict) -> tuple[dict, list[Problem]]:
+    """The imports against the authors' published facts: `published` holds the `source`, the
+    release's `task_rows` (or None), the published pass count per model slug (`passes`) and
+    the published costs above the budget per model slug (`over_budget_usd`). Returns the check
+    and one Problem per difference, each naming the model, both values and the source. Task
+    rows are checked once every model with a published count is imported (they are counted
+    across the published leaderboard's files)."""
+    source = published["source"]
+    cited = f"(published: {source})"
+    problems: list[Problem] = []
+    models = {}
+    for imp in imports:
+        model, passes = imp["model"], imp["passes"]
+        want = published["passes"].get(model)
+        if want is None:
+            models[model] = {"published_passes": None, "passes": passes, "matches": None}
+            continue
+        models[model] = {
+            "published_passes": want,
+            "passes": passes,
+            "difference": passes - want,
+            "matches": passes == want,
+        }
+        if passes != want:
+            problems.append(
+                Problem(
+                    f"model '{model}': the import has {passes} passes, the authors' leaderboard "
+                    f"{want} {cited}",
+                    field=f"models.{model}.published_passes",
+                    expected=want,
+                    found=passes,
+                )
+            )
+    by_model = {imp["model"]: imp for imp in imports}
+    over_budget = {}
+    for model, costs in sorted(published["over_budget_usd"].items()):
+        if model not in by_model:
+            continue
+        found = sorted(r["cost_usd"] for r in by_model[model]["budget_audit"]["over_budget"])
+        want = sorted(costs)
+        over_budget[model] = {
+            "published_usd": want,
+            "imported_usd": found,
+            "matches": found == want,
+        }
+        if found != want:
+            problems.append(
+                Problem(
+                    f"model '{model}': the import's costs above the budget are USD {found}, the "
+                    f"authors published USD {want} {cited}",
+                    field=f"models.{model}.published_over_budget_usd",
+                    expected=want,
+                    found=found,
+                )
+            )
+    task_rows = None
+    if published["task_rows"] is not None:
+        counted = sorted(published["passes"])
+        missing = [m for m in counted if m not in by_model]
+        task_rows = {"published": published["task_rows"], "models": counted}
+        if not counted or missing:
+            task_rows.update(
+                imported=None,
+                matches=None,
+                note="not checked: counted across every model with a published pass count; "
+                + (f"not imported: {', '.join(missing)}" if counted else "none has one"),
+            )
+        else:
+            rows = sum(by_model[m]["tasks"] for m in counted)
+            task_rows.update(imported=rows, matches=rows == published["task_rows"])
+            if rows != published["task_rows"]:
+                problems.append(
+                    Problem(
+                        f"the imports of the {len(counted)} published models have {rows} task "
+                        f"rows, the authors published {published['task_rows']} {cited}",
+                        field="release.published.task_rows",
+                        expected=published["task_rows"],
+                        found=rows,
+                    )
+                )
+    checked = [m["matches"] for m in models.values() if m["matches"] is not None]
+    checked += [o["matches"] for o in over_budget.values()]
+    checked += [task_rows["matches"]] if task_rows and task_rows["matches"] is not None else []
+    return {
+        "source": source,
+        "note": PUBLISHED_NOTE,
+        "matches": all(checked) if checked else None,
+        "models": models,
+        "over_budget": over_budget,
+        "task_rows": task_rows,
+        "differences": [p.message for p in problems],
+    }, problems
+
+
+def summarize(
+    imports: list[dict],
+    strict_budget: bool,
+    published: dict | None = None,
+    strict_published: bool = False,
+) -> dict:
+    """The comparison of model imports (each with its records, or `reduced`): refused unless
+    like for like; with the authors' published facts checked (a difference refused only with
+    `strict_published`), each model's bounds over its infrastructure errors, and the
+    significance tiers of the paired exact McNemar tests (afbench.analysis)."""
+    from .analysis import ALPHA, TIER_METHOD, significance
+    from .stats import success_bounds
+
     comparison = compare(imports, strict_budget)
+    check, problems = check_published(imports, published or NOTHING_PUBLISHED)
+    if strict_published and problems:
+        raise AfbenchError(
+            problems=[
+                Problem(
+                    f"strict published check refused: {p.message}; set import.strict_published "
+                    f"to false (or drop --strict-published) to see the difference in the report",
+                    field=p.field,
+                    expected=p.expected,
+                    found=p.found,
+                )
+                for p in problems
+            ]
+        )
     board = sorted(imports, key=lambda i: (-i["passes"], i["model"]))
+    order = [i["model"] for i in board]
+    _, tier = significance(order, {i["model"]: _bits(i) for i in imports}, imports[0]["tasks"])
     over = [rec for imp in imports for rec in imp["budget_audit"]["over_budget"]]
     first = imports[0]
     return {
@@ -430,6 +580,8 @@ def summarize(imports: list[dict], strict_budget: bool) -> dict:
         "source_condition": first["source_condition"],
         "budget_usd": first["budget_usd"],
         "comparison": comparison,
+        "published": check,
+        "tiers": {"alpha": ALPHA, "method": TIER_METHOD},
         "leaderboard": [
             {
                 "rank": rank,
@@ -442,6 +594,13 @@ def summarize(imports: list[dict], strict_budget: bool) -> dict:
                 "cost_per_solved_usd": i["cost_usd"]["per_solved_task"],
                 "infrastructure_errors": i["infrastructure_errors"]["count"],
                 "over_budget_records": i["budget_audit"]["over_budget_count"],
+                "leader_tier": tier[i["model"]]["leader_tier"],
+                "letters": tier[i["model"]]["letters"],
+                **_upper_bound(
+                    success_bounds(i["passes"], i["infrastructure_errors"]["count"], i["tasks"])
+                ),
+                "published_passes": check["models"][i["model"]]["published_passes"],
+                "matches_published": check["models"][i["model"]]["matches"],
             }
             for rank, i in enumerate(board, start=1)
         ],
@@ -456,6 +615,13 @@ def summarize(imports: list[dict], strict_budget: bool) -> dict:
     }
 
 
+def _upper_bound(bounds: dict) -> dict:
+    return {
+        "passes_errors_as_successes": bounds["passes_high"],
+        "success_rate_errors_as_successes": bounds["rate_high"],
+    }
+
+
 LEADERBOARD_COLUMNS = [
     "rank",
     "model",
@@ -467,4 +633,10 @@ LEADERBOARD_COLUMNS = [
     "cost_per_solved_usd",
     "infrastructure_errors",
     "over_budget_records",
+    "leader_tier",
+    "letters",
+    "passes_errors_as_successes",
+    "success_rate_errors_as_successes",
+    "published_passes",
+    "matches_published",
 ]

@@ -7,7 +7,7 @@ from html import escape
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2733;
 background:#f6f7f9;line-height:1.45}
-main{max-width:1100px;margin:0 auto;padding:1.5rem}
+main{max-width:1240px;margin:0 auto;padding:1.5rem}
 h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:2px solid
 #dfe3e8;padding-bottom:.3rem}
 .banner{background:#b3261e;color:#fff;padding:.9rem 1.5rem;font-weight:700;font-size:1.05rem}
@@ -15,9 +15,11 @@ h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bo
 margin:1rem 0;overflow-x:auto}
 table{border-collapse:collapse;font-size:.85rem;width:100%}
 th,td{padding:.3rem .5rem;border-bottom:1px solid #eef0f3;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}th{background:#f0f2f5}
+th:first-child,td:first-child{text-align:left}th{background:#f0f2f5;white-space:normal}
 .note{color:#56606b;font-size:.85rem}.apart{border-left:5px solid #e0a800}
-.sig{font-weight:700;color:#1f5f8b}.mono{font-family:ui-monospace,monospace;font-size:.78rem}
+.sig{font-weight:700;color:#1f5f8b}.mismatch{background:#7a1d12}.mismatch ul{margin:.3rem 0 0}
+.cite{background:#eef4f9;border-left:5px solid #1f5f8b;padding:.5rem .8rem}
+.mono{font-family:ui-monospace,monospace;font-size:.78rem}
 figure{margin:0}svg{max-width:100%;height:auto}
 """
 
@@ -50,6 +52,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
             "by afbench for testing the pipeline. These are not AutoformBench results; "
             "never cite them.</div>"
         )
+    parts.append(published_banner(analysis["published"], labels))
     parts.append("<main>")
     parts.append(f"<h1>{escape(release['name'])}: results report</h1>")
     parts.append(
@@ -62,39 +65,21 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     board = analysis["leaderboard"]
     parts.append('<h2 id="leaderboard">Leaderboard (reported results)</h2><div class="card">')
     parts.append(f"<figure>{figures['leaderboard']}</figure>")
+    parts.append(leaderboard_table(board, conf))
+    methods = analysis["methods"]
     parts.append(
-        _table(
-            [
-                "model",
-                "passes",
-                "tasks",
-                "success",
-                f"{conf:.0%} Wilson interval",
-                "std. error",
-                "infra. errors",
-                "over budget",
-            ],
-            [
-                [
-                    r["display_name"],
-                    r["passes"],
-                    r["tasks"],
-                    _pct(r["success_rate"]),
-                    f"{_pct(r['wilson_low'])} – {_pct(r['wilson_high'])}",
-                    f"{100 * r['standard_error']:.1f} pp",
-                    r["infrastructure_errors"],
-                    r["over_budget_records"],
-                ]
-                for r in board
-            ],
-            "leaderboard",
-        )
+        f'<p class="cite"><strong>{escape(methods["which_to_cite"])}</strong> '
+        f"{escape(methods['few_sources'])}</p>"
+        f'<p class="note">Wilson: {escape(methods["success_rate_independent"])}. Clustered: '
+        f"{escape(methods['success_rate_clustered'])}; design effect = (clustered SE / "
+        f"independent SE)², the factor by which the sources' cohesion inflates the variance. "
+        f"Tier: {escape(methods['tiers'])} (alpha {analysis['alpha']:g}); "
+        f"★ marks the models the data cannot tell from the leader. Infrastructure errors are "
+        f"kept as reported (unsolved) and counted; nothing is dropped; the bounds column "
+        f'counts them as successes. Standard errors (analysis.json) per Miller (2024), "Adding '
+        f'Error Bars to Evals".</p></div>'
     )
-    parts.append(
-        '<p class="note">Infrastructure errors are kept as reported (unsolved) and '
-        'counted; nothing is dropped. Standard error per Miller (2024), "Adding Error '
-        'Bars to Evals".</p></div>'
-    )
+    parts.append(published_section(analysis["published"], board))
 
     paired = analysis["paired"]
     parts.append('<h2 id="paired">Paired comparisons on the same tasks</h2><div class="card">')
@@ -102,42 +87,13 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         parts.append(f"<figure>{figures['paired']}</figure>")
     parts.append(
         f'<p class="note">{escape(paired["test"])}; {escape(paired["correction"])}; '
-        f"{escape(paired['difference'])}. * marks a significant pair after "
-        f"correction.</p>"
+        f"{escape(paired['difference'])}; clustered: {escape(paired['clustered_difference'])}. "
+        f"* marks a significant pair after correction; † a pair whose decision the "
+        f"infrastructure errors could change (see below).</p>"
     )
-    parts.append(
-        _table(
-            [
-                "A",
-                "B",
-                "both",
-                "only A",
-                "only B",
-                "neither",
-                "A − B",
-                "interval",
-                "p (exact)",
-                "p (Holm)",
-            ],
-            [
-                [
-                    labels[p["a"]],
-                    labels[p["b"]],
-                    p["both"],
-                    p["only_a"],
-                    p["only_b"],
-                    p["neither"],
-                    f"{100 * p['difference_difference']:+.1f} pp",
-                    f"{100 * p['difference_low']:+.1f} … {100 * p['difference_high']:+.1f}",
-                    f"{p['p_exact']:.3g}",
-                    f"{p['p_holm']:.3g}{' *' if p['significant'] else ''}",
-                ]
-                for p in paired["pairs"]
-            ],
-            "pairs",
-        )
-    )
+    parts.append(pairs_table(paired["pairs"], labels))
     parts.append("</div>")
+    parts.append(infrastructure_section(paired, labels))
 
     cost = analysis["cost_success"]
     parts.append('<h2 id="cost">Cost against success</h2><div class="card">')
@@ -199,10 +155,19 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     parts.append('<h2 id="sources">Results per source</h2><div class="card">')
     parts.append(f"<figure>{figures['per_source']}</figure>")
     parts.append(
+        f'<p class="note">Passes per source, with the {conf:.0%} Wilson interval of the '
+        f"source's success rate ({escape(analysis['methods']['per_source'])}).</p>"
+    )
+    parts.append(
         _table(
             ["source", "title", "tasks", *[labels[m] for m in models]],
             [
-                [s["source_id"], s["title"], s["tasks"], *[s["passes"][m] for m in models]]
+                [
+                    s["source_id"],
+                    s["title"],
+                    s["tasks"],
+                    *[_source_cell(s["passes"][m], s["wilson"][m]) for m in models],
+                ]
                 for s in sources
             ],
             "sources",
@@ -259,6 +224,198 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         + "".join(parts)
         + "</body></html>\n"
     )
+
+
+def _source_cell(passes: int, interval: dict | None) -> str:
+    if interval is None:
+        return str(passes)
+    return f"{passes} ({100 * interval['low']:.0f}–{100 * interval['high']:.0f}%)"
+
+
+def _design_effect(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def _published_cell(row: dict) -> str:
+    if row["published_passes"] is None:
+        return "not published"
+    if row["matches_published"]:
+        return "matches the authors' leaderboard"
+    difference = row["passes"] - row["published_passes"]
+    return f"DIFFERS: published {row['published_passes']} ({difference:+d})"
+
+
+def leaderboard_table(board: list[dict], conf: float) -> str:
+    from .analysis import letters_text
+
+    tasks = sorted({r["tasks"] for r in board})
+    return _table(
+        [
+            "model",
+            "tier",
+            f"passes (of {', '.join(map(str, tasks))})",
+            "success",
+            f"{conf:.0%} Wilson",
+            f"{conf:.0%} clustered (sources)",
+            "design effect",
+            "infra. errors: bounds",
+            "over budget",
+            "authors' count",
+        ],
+        [
+            [
+                r["display_name"],
+                letters_text(r["letters"]) + (" ★" if r["leader_tier"] else ""),
+                r["passes"],
+                _pct(r["success_rate"]),
+                f"{_pct(r['wilson_low'])} – {_pct(r['wilson_high'])}",
+                f"{_pct(r['clustered']['low'])} – {_pct(r['clustered']['high'])}",
+                _design_effect(r["clustered"]["design_effect"]),
+                f"{r['infrastructure_errors']}: "
+                f"{r['passes']} – {r['infrastructure_bounds']['passes_high']}",
+                r["over_budget_records"],
+                _published_short(r),
+            ]
+            for r in board
+        ],
+        "leaderboard",
+    )
+
+
+def _published_short(row: dict) -> str:
+    if row["published_passes"] is None:
+        return "—"
+    if row["matches_published"]:
+        return "matches"
+    return f"DIFFERS ({row['passes'] - row['published_passes']:+d})"
+
+
+def pairs_table(pairs: list[dict], labels: dict[str, str]) -> str:
+    return _table(
+        [
+            "A",
+            "B",
+            "both",
+            "only A",
+            "only B",
+            "neither",
+            "A − B",
+            "interval",
+            "clustered interval",
+            "design effect",
+            "p (exact)",
+            "p (Holm)",
+        ],
+        [
+            [
+                labels[p["a"]],
+                labels[p["b"]],
+                p["both"],
+                p["only_a"],
+                p["only_b"],
+                p["neither"],
+                f"{100 * p['difference_difference']:+.1f} pp",
+                f"{100 * p['difference_low']:+.1f} … {100 * p['difference_high']:+.1f}",
+                f"{100 * p['clustered']['low']:+.1f} … {100 * p['clustered']['high']:+.1f}",
+                _design_effect(p["clustered"]["design_effect"]),
+                f"{p['p_exact']:.3g}{' †' if p['infrastructure']['marked'] else ''}",
+                f"{p['p_holm']:.3g}{' *' if p['significant'] else ''}",
+            ]
+            for p in pairs
+        ],
+        "pairs",
+    )
+
+
+def infrastructure_section(paired: dict, labels: dict[str, str]) -> str:
+    """The pairs whose decision could flip within their models' infrastructure errors."""
+    marked = [p for p in paired["pairs"] if p["infrastructure"]["marked"]]
+    head = (
+        '<h2 id="infrastructure">Infrastructure errors, bounded</h2><div class="card">'
+        f'<p class="note">{escape(paired["infrastructure"])}. The reported counts stay as the '
+        "authors reported them (an error counted as unsolved).</p>"
+    )
+    if not marked:
+        return (
+            head + "<p>No pair's decision could change within its infrastructure errors.</p></div>"
+        )
+    rows = [
+        [
+            labels[p["a"]],
+            labels[p["b"]],
+            f"{p['p_exact']:.3g}",
+            f"{p['infrastructure']['favour_a']['p_exact']:.3g}",
+            f"{p['infrastructure']['favour_b']['p_exact']:.3g}",
+        ]
+        for p in marked
+    ]
+    return (
+        head
+        + f"<p><strong>{len(marked)} pair(s) marked †</strong>: their unadjusted exact McNemar "
+        "p crosses alpha when the errors are resolved one way or the other.</p>"
+        + _table(
+            ["A", "B", "p reported", "p, errors in favour of A", "p, errors in favour of B"],
+            rows,
+            "infrastructure",
+        )
+        + "</div>"
+    )
+
+
+def published_banner(check: dict, labels: dict[str, str]) -> str:
+    """A loud banner when an import differs from what the authors published."""
+    if check["matches"] is not False:
+        return ""
+    items = "".join(f"<li>{escape(d)}</li>" for d in check["differences"])
+    return (
+        '<div class="banner mismatch" id="published-mismatch">DOES NOT MATCH THE AUTHORS\' '
+        f"PUBLISHED FIGURES ({escape(str(check['source']))}):<ul>{items}</ul></div>"
+    )
+
+
+def published_section(check: dict, board: list[dict]) -> str:
+    """Each import against the authors' published figures, per model."""
+    parts = ['<h2 id="published">Checked against the authors\' published figures</h2>']
+    parts.append(f'<div class="card{" apart" if check["matches"] is False else ""}">')
+    if check["source"] is None:
+        parts.append('<p class="note">Config records no published figures for this release.</p>')
+        return "".join(parts) + "</div>"
+    parts.append(f'<p class="note">Source: {escape(check["source"])}. {escape(check["note"])}.</p>')
+    parts.append(
+        _table(
+            ["model", "imported passes", "published passes", "result"],
+            [
+                [
+                    r["display_name"],
+                    r["passes"],
+                    r["published_passes"] if r["published_passes"] is not None else "—",
+                    _published_cell(r),
+                ]
+                for r in board
+            ],
+            "published",
+        )
+    )
+    facts = []
+    rows = check["task_rows"]
+    if rows is not None:
+        if rows["matches"] is None:
+            facts.append(f"Task rows: published {rows['published']:,}; {rows['note']}.")
+        else:
+            verdict = "matches" if rows["matches"] else "DIFFERS"
+            facts.append(
+                f"Task rows across the {len(rows['models'])} published models' files: imported "
+                f"{rows['imported']:,}, published {rows['published']:,}: {verdict}."
+            )
+    for model, over in check["over_budget"].items():
+        verdict = "matches" if over["matches"] else "DIFFERS"
+        facts.append(
+            f"Costs above the budget in {model}'s file: imported USD "
+            f"{', '.join(f'{x:g}' for x in over['imported_usd']) or 'none'}, published USD "
+            f"{', '.join(f'{x:g}' for x in over['published_usd']) or 'none'}: {verdict}."
+        )
+    parts.extend(f"<p>{escape(fact)}</p>" for fact in facts)
+    return "".join(parts) + "</div>"
 
 
 def _bounds(bounds: dict) -> str:

@@ -74,6 +74,34 @@ def transport_flags():
     )
 
 
+def published_flags():
+    """What the authors published (release.published, models.<slug>.published_*), as the
+    flags of the job that checks the imports against it."""
+    models = config["models"]
+    return " ".join(
+        [
+            setting("published-source", "release/published/source"),
+            setting("published-task-rows", "release/published/task_rows"),
+            options(
+                "published-passes",
+                [
+                    f"{slug}={spec['published_passes']}"
+                    for slug, spec in models.items()
+                    if spec["published_passes"] is not None
+                ],
+            ),
+            options(
+                "published-over-budget",
+                [
+                    f"{slug}={usd!r}"
+                    for slug, spec in models.items()
+                    for usd in spec["published_over_budget_usd"] or []
+                ],
+            ),
+        ]
+    )
+
+
 def pinned(files):
     return {key: spec for key, spec in files.items() if spec["sha256"]}
 

@@ -42,9 +42,12 @@ rule compare_models:
         imports=lambda w, input: options("import", input.imports),
         verified=lambda w, input: options("verified", input.verified),
         strict=setting("strict-budget", "import/strict_budget"),
+        published=published_flags(),
+        strict_published=setting("strict-published", "import/strict_published"),
     shell:
         "afbench job compare-models {params.imports} {params.verified} {params.strict} "
-        "--summary={output.summary:q} --leaderboard={output.leaderboard:q} 2> {log:q}"
+        "{params.published} {params.strict_published} --summary={output.summary:q} "
+        "--leaderboard={output.leaderboard:q} 2> {log:q}"
 
 
 rule imports:

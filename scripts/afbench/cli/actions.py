@@ -32,27 +32,46 @@ def verified_entries(paths: list[Path]) -> tuple[dict, dict]:
     return collect_verified([(str(p), read_record(p, RECEIPT, VERIFIED_FILE)) for p in paths])
 
 
-def totals(imp: dict) -> dict:
-    """A model import without its per-task records: all the comparison needs."""
-    return {k: v for k, v in imp.items() if k != "records"}
-
-
 def compare_models(
-    imports: list[Path], verified: list[Path], strict_budget: bool, summary: Path, board: Path
-) -> None:
-    """The like-for-like comparison of model imports: summary and leaderboard, together."""
+    imports: list[Path],
+    verified: list[Path],
+    strict_budget: bool,
+    summary: Path,
+    board: Path,
+    published: dict,
+    strict_published: bool,
+) -> list[str]:
+    """The like-for-like comparison of model imports: summary and leaderboard, together.
+    Returns the differences from the authors' published facts, as warnings."""
+    from ..analysis import letters_text
     from ..errors import raise_if
-    from ..official import LEADERBOARD_COLUMNS, summarize
+    from ..official import LEADERBOARD_COLUMNS, reduced, summarize
     from ..release import stale_imports
 
-    read = [(str(path), totals(read_record(path, MODEL_IMPORT))) for path in imports]
+    read = [(str(path), reduced(read_record(path, MODEL_IMPORT))) for path in imports]
     if verified:
         entries, _ = verified_entries(verified)
         pins = {entry["path"]: entry["actual_sha256"] for entry, _ in entries.values()}
         raise_if(stale_imports(read, pins))
-    result = summarize([imp for _, imp in read], strict_budget)
-    rows = [[row[c] for c in LEADERBOARD_COLUMNS] for row in result["leaderboard"]]
+    result = summarize([imp for _, imp in read], strict_budget, published, strict_published)
+    rows = [
+        [_cell(letters_text(row[c]) if c == "letters" else row[c]) for c in LEADERBOARD_COLUMNS]
+        for row in result["leaderboard"]
+    ]
     write_outputs([csv_output(board, LEADERBOARD_COLUMNS, rows), json_output(summary, result)])
+    return published_warnings(result["published"])
+
+
+def _cell(value: object) -> object:
+    """booleans as the upstream CSVs write them"""
+    return str(value).lower() if isinstance(value, bool) else value
+
+
+def published_warnings(check: dict) -> list[str]:
+    return [
+        f"does not match the authors' published figures: {difference}"
+        for difference in check["differences"]
+    ]
 
 
 def import_run(

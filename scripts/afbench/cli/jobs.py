@@ -398,12 +398,71 @@ def _compare_models_args(p):
         **FILES,
     )
     p.add_argument("--strict-budget", required=True, type=types.boolean)
+    _published_args(p)
     p.add_argument("--summary", required=True, **FILE)
     p.add_argument("--leaderboard", required=True, **FILE)
 
 
+def _published_args(p: argparse.ArgumentParser) -> None:
+    """What the authors published, to check the imports against (empty: nothing published)."""
+    p.add_argument("--published-source", required=True, type=types.optional_text, metavar="TEXT|")
+    p.add_argument(
+        "--published-task-rows", required=True, type=types.optional(types.whole(1)), metavar="N|"
+    )
+    p.add_argument(
+        "--published-passes",
+        action="append",
+        default=[],
+        type=types.pair(left=types.name, right=types.whole(0)),
+        metavar="SLUG=N",
+        help="a model's published pass count (repeatable)",
+    )
+    p.add_argument(
+        "--published-over-budget",
+        action="append",
+        default=[],
+        type=types.pair(left=types.name, right=types.number(0, above=True)),
+        metavar="SLUG=USD",
+        help="a published cost above the budget in a model's file (repeatable)",
+    )
+    p.add_argument("--strict-published", required=True, type=types.boolean)
+
+
+def _published(args: argparse.Namespace) -> dict:
+    from ..errors import AfbenchError
+
+    passes: dict[str, int] = {}
+    for slug, count in args.published_passes:
+        if slug in passes:
+            raise AfbenchError(
+                "a model's count is given twice", field="--published-passes", found=slug
+            )
+        passes[slug] = count
+    over: dict[str, list[float]] = {}
+    for slug, usd in args.published_over_budget:
+        over.setdefault(slug, []).append(usd)
+    if args.published_source is None and (passes or over or args.published_task_rows):
+        raise AfbenchError(
+            "published facts need their source", field="--published-source", expected="text"
+        )
+    return {
+        "source": args.published_source,
+        "task_rows": args.published_task_rows,
+        "passes": passes,
+        "over_budget_usd": over,
+    }
+
+
 def compare_models_job(args):
-    compare_models(args.imports, args.verified, args.strict_budget, args.summary, args.leaderboard)
+    return compare_models(
+        args.imports,
+        args.verified,
+        args.strict_budget,
+        args.summary,
+        args.leaderboard,
+        _published(args),
+        args.strict_published,
+    )
 
 
 # --- stage 5: local runs --------------------------------------------------------------------

@@ -14,7 +14,14 @@ from typing import NamedTuple
 
 from ..errors import AfbenchError
 from . import types
-from .actions import REPORT_FILES, RUN_FILES, discover_into, import_run, render_report, totals
+from .actions import (
+    REPORT_FILES,
+    RUN_FILES,
+    discover_into,
+    import_run,
+    published_warnings,
+    render_report,
+)
 
 RELEASE = "--release-dir"
 CONDITIONS = ("source-present", "source-free")
@@ -300,11 +307,18 @@ def _import_results_args(p):
         action="store_true",
         help="refuse the comparison if any reported cost exceeds the budget",
     )
+    p.add_argument(
+        "--strict-published",
+        action="store_true",
+        help="refuse the comparison if an import differs from what the authors published "
+        "(config: release.published, models.<slug>.published_passes)",
+    )
     p.add_argument("--output", required=True, type=Path, metavar="FILE")
 
 
 def import_results(args):
-    from ..official import ModelSpec, import_model, summarize
+    from ..config import published_facts
+    from ..official import ModelSpec, import_model, reduced, summarize
     from ..records import OFFICIAL_REFERENCE, record
     from ..release import read_entry
 
@@ -329,8 +343,14 @@ def import_results(args):
                 budget,
             )
         )
-    summary = summarize([totals(i) for i in imports], args.strict_budget)
+    summary = summarize(
+        [reduced(i) for i in imports],
+        args.strict_budget,
+        published_facts(config),
+        args.strict_published,
+    )
     _write_json(args.output, record(OFFICIAL_REFERENCE, summary=summary, models=imports))
+    return published_warnings(summary["published"])
 
 
 def _verdict_args(p):

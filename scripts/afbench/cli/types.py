@@ -48,6 +48,15 @@ def optional_text(value: str) -> str | None:
     return text(value) or None
 
 
+def optional(convert: Callable[[str], object]) -> Callable[[str], object]:
+    """`convert`, or None for the empty value (a null setting)."""
+
+    def maybe(value: str) -> object:
+        return None if value == "" else convert(value)
+
+    return _named(getattr(convert, "__name__", "value"), maybe)
+
+
 def sha256(value: str) -> str:
     if not SHA256.fullmatch(value):
         raise _refuse("64 lowercase hex digits", value)
