@@ -101,10 +101,20 @@ _LEADERBOARD = {
     "cost_per_solved_usd": "Float64",
     "infrastructure_errors": "Int64",
     "over_budget_records": "Int64",
+    "leader_tier": "boolean",
+    "letters": "string",
+    "passes_errors_as_successes": "Int64",
+    "success_rate_errors_as_successes": "Float64",
+    "published_passes": "Int64",
+    "matches_published": "boolean",
     "confidence": "Float64",
     "wilson_low": "Float64",
     "wilson_high": "Float64",
     "standard_error": "Float64",
+    "clustered_standard_error": "Float64",
+    "clustered_low": "Float64",
+    "clustered_high": "Float64",
+    "design_effect": "Float64",
 }
 _COMPARISONS = {
     "source_condition": CONDITIONS,
@@ -124,6 +134,13 @@ _COMPARISONS = {
     "p_exact": "Float64",
     "p_holm": "Float64",
     "significant": "boolean",
+    "clustered_standard_error": "Float64",
+    "clustered_low": "Float64",
+    "clustered_high": "Float64",
+    "design_effect": "Float64",
+    "p_exact_errors_favour_a": "Float64",
+    "p_exact_errors_favour_b": "Float64",
+    "infrastructure_marked": "boolean",
 }
 _RUN_COMMON = {
     "run": "category",
@@ -552,14 +569,37 @@ _BOARD = {
     "cost_per_solved_usd": OPT_NUMBER,
     "infrastructure_errors": int,
     "over_budget_records": int,
+    "leader_tier": bool,
+    "letters": list,
+    "passes_errors_as_successes": int,
+    "success_rate_errors_as_successes": NUMBER,
+    "published_passes": (int, type(None)),
+    "matches_published": (bool, type(None)),
 }
 _WILSON = {"wilson_low": NUMBER, "wilson_high": NUMBER, "standard_error": NUMBER}
+# the analysis' clustered interval ("clustered": {...}) -> the frame's columns
+_CLUSTERED = {
+    "se_clustered": ("clustered_standard_error", NUMBER),
+    "low": ("clustered_low", NUMBER),
+    "high": ("clustered_high", NUMBER),
+    "design_effect": ("design_effect", OPT_NUMBER),
+}
+
+
+def _clustered(r: _Reader, row: dict, where: str) -> dict:
+    clustered = r.get(row, "clustered", dict, where)
+    return {
+        column: r.get(clustered, key, types, f"{where}clustered.")
+        for key, (column, types) in _CLUSTERED.items()
+    }
 
 
 def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
     """The comparison summary's leaderboard (one row per model, per source condition and
-    budget), with the report's Wilson intervals when its analysis.json is in the folder
-    (else those columns are <NA>)."""
+    budget): reported passes, significance tier and letters, bounds over the infrastructure
+    errors and the authors' published count; with the report's Wilson and clustered intervals
+    and design effects when its analysis.json is in the folder (else those columns are
+    <NA>)."""
     folder = _folder(root)
     found = folder.need(SUMMARY, "comparison summary", "compare")
     summaries = _by_condition(folder, found, "comparison summaries")
@@ -574,6 +614,8 @@ def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
             r.row(row, _BOARD, f"leaderboard[{i}].")
             for i, row in enumerate(r.get(data, "leaderboard", list))
         ]
+        for i, row in enumerate(board):
+            row["letters"] = _letters(r, row["letters"], f"leaderboard[{i}].letters")
         intervals = {}
         analysis = analyses.pop(key, None)
         if analysis is not None:
@@ -621,9 +663,24 @@ def _intervals(folder: Folder, artifact: Artifact, board: list[dict]) -> dict[st
             expected=f"models and passes {sorted(expected.items())}",
             found=f"{sorted(found.items())}",
         )
-    return {
-        m: {"confidence": confidence, **{k: row[k] for k in _WILSON}} for m, row in shown.items()
+    clustered = {
+        x["model"]: _clustered(r, x, f"leaderboard[{i}].")
+        for i, x in enumerate(r.get(data, "leaderboard", list))
     }
+    return {
+        m: {"confidence": confidence, **{k: row[k] for k in _WILSON}, **clustered[m]}
+        for m, row in shown.items()
+    }
+
+
+def _letters(r: _Reader, letters: list, where: str) -> str:
+    from .analysis import letters_text
+
+    if not letters or not all(isinstance(x, str) and x.isalpha() for x in letters):
+        raise AfbenchError(
+            "artifact field has the wrong type", file=r.file, field=where, expected="letters"
+        )
+    return letters_text(letters)
 
 
 _PAIR = {
@@ -647,7 +704,9 @@ _PAIR = {
 def comparisons(root: str | os.PathLike | Folder) -> pd.DataFrame:
     """The report's paired comparisons: one row per pair of models (a ranked above b), with
     the discordant counts, the paired difference in success rate (a - b) and its interval,
-    the exact McNemar p-value and its Holm adjustment."""
+    the same difference's clustered interval over sources and design effect, the exact
+    McNemar p-value and its Holm adjustment, and the unadjusted p with the two models'
+    infrastructure errors resolved in favour of a, then of b (marked when one crosses alpha)."""
     folder = _folder(root)
     found = folder.need(ANALYSIS, "report analysis", "report")
     analyses = _by_condition(folder, found, "report analyses")
@@ -657,8 +716,19 @@ def comparisons(root: str | os.PathLike | Folder) -> pd.DataFrame:
         confidence = r.get(data, "confidence", NUMBER)
         pairs = r.get(r.get(data, "paired", dict), "pairs", list, "paired.")
         for i, pair in enumerate(pairs):
-            row = r.row(pair, _PAIR, f"paired.pairs[{i}].")
+            where = f"paired.pairs[{i}]."
+            row = r.row(pair, _PAIR, where)
             row["difference"] = row.pop("difference_difference")
+            row.update(_clustered(r, pair, where))
+            infrastructure = r.get(pair, "infrastructure", dict, where)
+            for way in ("favour_a", "favour_b"):
+                resolved = r.get(infrastructure, way, dict, f"{where}infrastructure.")
+                row[f"p_exact_errors_{way}"] = r.get(
+                    resolved, "p_exact", NUMBER, f"{where}infrastructure.{way}."
+                )
+            row["infrastructure_marked"] = r.get(
+                infrastructure, "marked", bool, f"{where}infrastructure."
+            )
             rows.append(
                 {
                     "source_condition": condition,
