@@ -37,7 +37,12 @@ def main(out: str, config_paths: list[str]) -> None:
     selections = {}
     for name, criteria in cfg["selections"].items():
         selections[name] = catalog.select_tasks(
-            tasks, name, criteria["tasks"], criteria["sources"], criteria["limit"]
+            tasks,
+            name,
+            criteria["tasks"],
+            criteria["sources"],
+            criteria["limit"],
+            criteria["stratified"],
         )
         write_json(root / f"selection-{name}.json", selections[name])
     settings = cfg["plans"]

@@ -210,8 +210,13 @@ def select_tasks(
     tasks: list[str] | None = None,
     sources: list[str] | None = None,
     limit: object = None,
+    stratified: dict | None = None,
 ) -> dict:
-    """A deterministic selection: MANIFEST order, filtered by sources and tasks, then limited.
+    """A deterministic selection: MANIFEST order, filtered by sources and tasks, then limited;
+    or, with `stratified` ({"tasks": N, "seed": S}), N of the tasks of the sources (all, or
+    those given) drawn proportionally per source by the largest remainder, each source's by
+    the lowest sha256(f"{S}:{task_id}") (afbench.stats.stratified_selection), in MANIFEST
+    order.
 
     `sources` are source ids (the seed CLI's `--book`)."""
     check_name(name, "selection name")
@@ -222,6 +227,8 @@ def select_tasks(
         raise AfbenchError(
             "limit must be a whole number of at least 1", field="limit", found=str(limit)
         )
+    if stratified is not None:
+        _check_stratified(stratified, tasks, limit)
     all_ids = {t["task_id"] for t in catalog["tasks"]}
     all_sources = {s["source_id"] for s in catalog["sources"]}
     problems = [Problem("unknown task", field="task", found=t) for t in tasks if t not in all_ids]
@@ -249,6 +256,9 @@ def select_tasks(
         )
     if limit is not None:
         chosen = chosen[:limit]
+    drawn = None
+    if stratified is not None:
+        chosen, drawn = _stratified(catalog, chosen, stratified)
     ids = [t["task_id"] for t in chosen]
     digest = canonical_digest(
         {"revision": catalog["release"]["revision"], "inputs": catalog["inputs"], "task_ids": ids}
@@ -263,10 +273,66 @@ def select_tasks(
             "tasks": tasks,
             "sources": sources,
             "limit": limit,
-            "order": "MANIFEST order, filtered by sources and tasks, then limited",
+            "stratified": drawn,
+            "order": "MANIFEST order, filtered by sources and tasks, then limited"
+            if drawn is None
+            else "MANIFEST order, filtered by sources, then a stratified draw",
         },
         selection_sha256=digest,
         counts={"tasks": len(chosen), "obligations": sum(t["n_obligations"] for t in chosen)},
         task_ids=ids,
         tasks=chosen,
     )
+
+
+def _whole(value: object, least: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= least
+
+
+def _check_stratified(stratified: dict, tasks: list[str], limit: object) -> None:
+    if not (
+        isinstance(stratified, dict)
+        and set(stratified) == {"tasks", "seed"}
+        and _whole(stratified["tasks"], 1)
+        and _whole(stratified["seed"], 0)
+    ):
+        raise AfbenchError(
+            "a stratified selection is {tasks: N, seed: S}",
+            field="stratified",
+            expected="N a whole number >= 1, S a whole number >= 0",
+            found=str(stratified),
+        )
+    if tasks or limit is not None:
+        raise AfbenchError(
+            "a stratified selection draws its own tasks: give it no task list or limit (sources "
+            "narrow it)",
+            field="stratified",
+            found="tasks" if tasks else "limit",
+        )
+
+
+def _stratified(catalog: dict, chosen: list[dict], stratified: dict) -> tuple[list[dict], dict]:
+    from .stats import stratified_selection
+
+    total, seed = stratified["tasks"], stratified["seed"]
+    if total > len(chosen):
+        raise AfbenchError(
+            "a stratified selection cannot draw more tasks than its sources have",
+            field="stratified.tasks",
+            expected=f"at most {len(chosen)}",
+            found=total,
+        )
+    present = {t["source_id"] for t in chosen}
+    drawn = stratified_selection(
+        [(t["task_id"], t["source_id"]) for t in chosen],
+        [s["source_id"] for s in catalog["sources"] if s["source_id"] in present],
+        total,
+        seed,
+    )
+    keep = set(drawn["task_ids"])
+    return [t for t in chosen if t["task_id"] in keep], {
+        "tasks": total,
+        "seed": seed,
+        "allocation": drawn["allocation"],
+        "method": drawn["method"],
+    }

@@ -363,14 +363,22 @@ def validate_config(data: dict, origin: str = "config") -> dict:
 
 def check_settings(config: dict, origin: str = "config") -> None:
     """What the schema cannot say: the environment type is one Harbor 0.22.0 knows (its list
-    lives in afbench.harbor alone), and published facts name their source. The Snakefile
-    calls this after its own validation."""
+    lives in afbench.harbor alone), a stratified selection has no task list or limit, and
+    published facts name their source. The Snakefile calls this after its own validation."""
     from .harbor import check_environment_type
 
     try:
         check_environment_type(config["plans"]["environment_type"], "plans/environment_type")
     except AfbenchError as error:
         raise AfbenchError(problems=[_at(p, origin) for p in error.problems]) from None
+    for name, selection in config["selections"].items():
+        if selection["stratified"] is not None and (selection["tasks"] or selection["limit"]):
+            raise AfbenchError(
+                "a stratified selection draws its own tasks: give it no task list or limit "
+                "(sources narrow it)",
+                file=origin,
+                field=f"selections/{name}",
+            )
     facts = published_facts(config)
     if facts["source"] is None and (
         facts["task_rows"] or facts["passes"] or facts["over_budget_usd"]

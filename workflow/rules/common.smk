@@ -102,6 +102,18 @@ def published_flags():
     )
 
 
+def stratified_flags(stratified):
+    """A stratified selection's size and seed as flags (none for another selection)."""
+    if stratified is None:
+        return ""
+    return " ".join(
+        [
+            option("stratified-tasks", stratified["tasks"]),
+            option("stratified-seed", stratified["seed"]),
+        ]
+    )
+
+
 def pinned(files):
     return {key: spec for key, spec in files.items() if spec["sha256"]}
 

@@ -47,9 +47,10 @@ rule select_tasks:
         limit=lambda w: options(
             "limit", [n for n in [config["selections"][w.name]["limit"]] if n is not None]
         ),
+        stratified=lambda w: stratified_flags(config["selections"][w.name]["stratified"]),
     shell:
         "afbench job select-tasks --catalog={input:q} {params.name} {params.tasks} "
-        "{params.sources} {params.limit} --output={output:q} 2> {log:q}"
+        "{params.sources} {params.limit} {params.stratified} --output={output:q} 2> {log:q}"
 
 
 rule tasks:

@@ -316,6 +316,7 @@ def _select_tasks_args(p):
     p.add_argument("--task", action="append", default=[], type=types.name, metavar="ID")
     p.add_argument("--source", action="append", default=[], type=types.name, metavar="SOURCE_ID")
     p.add_argument("--limit", type=types.whole(1), metavar="N")
+    types.stratified_flags(p)
     _output(p)
 
 
@@ -324,7 +325,10 @@ def select_tasks(args):
     from ..records import CATALOG, read_record
 
     catalog = read_record(args.catalog, CATALOG)
-    _write_json(args.output, select_tasks(catalog, args.name, args.task, args.source, args.limit))
+    selection = select_tasks(
+        catalog, args.name, args.task, args.source, args.limit, types.stratified(args)
+    )
+    _write_json(args.output, selection)
 
 
 # --- stage 3: plans -------------------------------------------------------------------------

@@ -71,20 +71,28 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
         help="keep this task (repeatable)",
     )
     p.add_argument("--limit", type=types.whole(1), metavar="N", help="the first N selected tasks")
+    types.stratified_flags(p)
     p.add_argument(
         "--name", type=types.name, help="the selection's name (default: the output file's stem)"
     )
 
 
 def _selection_wanted(args: argparse.Namespace) -> bool:
-    return bool(args.book or args.task or args.limit is not None or args.name)
+    return bool(
+        args.book
+        or args.task
+        or args.limit is not None
+        or args.name
+        or args.stratified_tasks is not None
+        or args.stratified_seed is not None
+    )
 
 
 def _select(args: argparse.Namespace, catalog: dict) -> dict:
     from ..catalog import select_tasks
 
     name = args.name if args.name is not None else types.name(Path(args.output).stem)
-    return select_tasks(catalog, name, args.task, args.book, args.limit)
+    return select_tasks(catalog, name, args.task, args.book, args.limit, types.stratified(args))
 
 
 def _receipt_of(release_dir: Path) -> tuple[dict, str]:

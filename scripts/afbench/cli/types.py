@@ -221,3 +221,31 @@ def model(value: str) -> str:
 
 def confidence(value: str) -> float:
     return number(0, above=True, below=1)(value)
+
+
+def stratified_flags(p: argparse.ArgumentParser) -> None:
+    """A stratified selection's flags, for both doors."""
+    p.add_argument(
+        "--stratified-tasks",
+        type=whole(1),
+        metavar="N",
+        help="draw N tasks proportionally per source (largest remainder); needs --stratified-seed",
+    )
+    p.add_argument(
+        "--stratified-seed",
+        type=whole(0),
+        metavar="S",
+        help="the draw's seed: per source, the tasks with the lowest sha256(f'{S}:{task_id}')",
+    )
+
+
+def stratified(args: argparse.Namespace) -> dict | None:
+    """{tasks, seed} from the two flags (both or neither), or None."""
+    tasks, seed = args.stratified_tasks, args.stratified_seed
+    if (tasks is None) != (seed is None):
+        raise AfbenchError(
+            "a stratified selection needs both its size and its seed",
+            field="--stratified-tasks" if tasks is None else "--stratified-seed",
+            expected="--stratified-tasks N --stratified-seed S",
+        )
+    return None if tasks is None else {"tasks": tasks, "seed": seed}
