@@ -363,8 +363,9 @@ def validate_config(data: dict, origin: str = "config") -> dict:
 
 def check_settings(config: dict, origin: str = "config") -> None:
     """What the schema cannot say: the environment type is one Harbor 0.22.0 knows (its list
-    lives in afbench.harbor alone), a stratified selection has no task list or limit, and
-    published facts name their source. The Snakefile calls this after its own validation."""
+    lives in afbench.harbor alone), a stratified selection has no task list or limit, the
+    planner's settings ask one question on one basis, and published facts name their source.
+    The Snakefile calls this after its own validation."""
     from .harbor import check_environment_type
 
     try:
@@ -379,6 +380,7 @@ def check_settings(config: dict, origin: str = "config") -> None:
                 file=origin,
                 field=f"selections/{name}",
             )
+    _check_power(config["power"], config["models"], origin)
     facts = published_facts(config)
     if facts["source"] is None and (
         facts["task_rows"] or facts["passes"] or facts["over_budget_usd"]
@@ -389,6 +391,55 @@ def check_settings(config: dict, origin: str = "config") -> None:
             field="release/published/source",
             expected="e.g. the interface page's section that lists them",
         )
+
+
+def _check_power(power: dict, models: dict, origin: str) -> None:
+    """The planner's settings, once any is given: a difference or a number of tasks, and two
+    known models or a baseline rate."""
+    given = [power["difference"], power["tasks"], power["baseline_rate"], *power["models"]]
+    if all(value is None for value in given):
+        return
+    problems = []
+    if (power["difference"] is None) == (power["tasks"] is None):
+        problems.append(
+            Problem(
+                "give the planner a difference to detect or a number of tasks, not both",
+                file=origin,
+                field="power",
+                expected="exactly one of power.difference and power.tasks",
+            )
+        )
+    if bool(power["models"]) == (power["baseline_rate"] is not None):
+        problems.append(
+            Problem(
+                "give the planner two models or a baseline rate, not both",
+                file=origin,
+                field="power",
+                expected="exactly one of power.models and power.baseline_rate",
+            )
+        )
+    if power["models"] and (len(power["models"]) != 2 or len(set(power["models"])) != 2):
+        problems.append(
+            Problem(
+                "power.models names two different models",
+                file=origin,
+                field="power/models",
+                found=str(power["models"]),
+            )
+        )
+    problems += [
+        Problem(
+            "unknown model",
+            file=origin,
+            field="power/models",
+            expected=f"one of {sorted(models)}",
+            found=m,
+        )
+        for m in power["models"]
+        if m not in models
+    ]
+    if problems:
+        raise AfbenchError(problems=problems)
 
 
 def _at(problem: Problem, origin: str) -> Problem:

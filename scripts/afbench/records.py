@@ -26,6 +26,7 @@ TRIAL_RECEIPT = "afbench trial receipt"
 ANALYSIS = "afbench analysis"
 ARTIFACT_MANIFEST = "afbench artifact manifest"
 DISCOVERY = "afbench discovery"
+POWER_PLAN = "afbench power plan"
 
 
 def record(kind: str, **body: object) -> dict:

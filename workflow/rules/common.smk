@@ -192,6 +192,18 @@ def report_figures():
 
 
 ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
+POWER_PLAN = f"{REV}/power.json"
+
+
+def power_imports():
+    """The imports of the two models whose observed discordance the planner uses."""
+    wanted = config["power"]["models"]
+    missing = [m for m in wanted if m not in MODELS]
+    if missing:
+        raise ValueError(
+            f"power.models: {missing} not among the imported models (import.models, pins)"
+        )
+    return [model_import(m) for m in wanted]
 
 
 def trial_receipt(selection, label, task, attempt):

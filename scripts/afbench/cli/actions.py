@@ -176,6 +176,20 @@ def render_report(
     )
 
 
+def plan_power(settings: dict, imports: list[dict], output: Path | None) -> None:
+    """The run planner (afbench.power) over `settings` (difference, tasks, alpha, power,
+    baseline_rate) and none or two model imports (their observed discordance): prints its one
+    line, and writes its JSON to `output` when given."""
+    from ..power import observed, plan
+
+    models = observed(imports) if imports else None
+    release = imports[0]["release"] if imports else None
+    result = plan(**settings, models=models, release=release)
+    if output is not None:
+        write_outputs([json_output(output, result)])
+    print(result["line"])
+
+
 def discover_into(config: dict, checkout: Path, discovery: Path, fragment: Path) -> list[str]:
     """Compare `config`'s files, models and columns with the checkout at the pinned revision;
     write the discovery record and the fragment to review (config is never edited). Returns

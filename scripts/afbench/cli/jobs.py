@@ -17,6 +17,7 @@ from .actions import (
     discover_into,
     executed_job_folders,
     import_run,
+    plan_power,
     render_report,
     verified_entries,
 )
@@ -509,6 +510,32 @@ def import_executed(args):
     import_run(args.selection, args.name, "harbor", folders, None, outputs)
 
 
+# --- the run planner (opt-in) --------------------------------------------------------------
+def _plan_power_args(p):
+    optional = types.optional
+    fraction = types.number(0, above=True, below=1)
+    p.add_argument("--difference", required=True, type=optional(fraction), metavar="D|")
+    p.add_argument("--tasks", required=True, type=optional(types.whole(1)), metavar="N|")
+    p.add_argument("--alpha", required=True, type=fraction)
+    p.add_argument("--power", required=True, type=types.number(0.5, below=1))
+    p.add_argument("--baseline-rate", required=True, type=optional(fraction), metavar="P|")
+    p.add_argument(
+        "--import", dest="imports", help="two models' imports (or none: a baseline rate)", **FILES
+    )
+    _output(p)
+
+
+def plan_power_job(args):
+    from ..records import MODEL_IMPORT, read_record
+
+    settings = {
+        key: getattr(args, key)
+        for key in ("difference", "tasks", "alpha", "power", "baseline_rate")
+    }
+    imports = [read_record(path, MODEL_IMPORT) for path in args.imports]
+    plan_power(settings, imports, args.output)
+
+
 # --- stage 6: the report and the artifact manifest ------------------------------------------
 def _render_report_args(p):
     p.add_argument("--summary", required=True, **FILE)
@@ -649,6 +676,11 @@ JOBS: dict[str, Job] = {
     ),
     "write-artifact-manifest": Job(
         "every artifact with its SHA-256", _write_artifact_manifest_args, write_artifact_manifest
+    ),
+    "plan-power": Job(
+        "the run planner: tasks for a difference, or the difference for tasks",
+        _plan_power_args,
+        plan_power_job,
     ),
     "run-trial": Job(
         "one planned trial: export, check, harbor run; its receipt", _run_trial_args, run_trial

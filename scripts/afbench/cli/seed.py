@@ -19,6 +19,7 @@ from .actions import (
     RUN_FILES,
     discover_into,
     import_run,
+    plan_power,
     published_warnings,
     render_report,
 )
@@ -507,6 +508,79 @@ def export(args):
     export(args.root, args.output_dir, args.format, args.table)
 
 
+def _power_args(p):
+    fraction = types.number(0, above=True, below=1)
+    question = p.add_mutually_exclusive_group(required=True)
+    question.add_argument("--difference", type=fraction, metavar="D", help="to detect: tasks?")
+    question.add_argument("--tasks", type=types.whole(1), metavar="N", help="have: difference?")
+    p.add_argument("--alpha", default=0.05, type=fraction, help="two-sided (default 0.05)")
+    p.add_argument("--power", default=0.8, type=types.number(0.5, below=1), help="default 0.8")
+    basis = p.add_mutually_exclusive_group(required=True)
+    basis.add_argument(
+        "--models",
+        nargs=2,
+        type=types.name,
+        metavar=("A", "B"),
+        help="two imported models: their observed discordance (needs --root)",
+    )
+    basis.add_argument(
+        "--baseline-rate",
+        type=fraction,
+        metavar="P",
+        help="the weaker model's success rate (successes taken as independent)",
+    )
+    p.add_argument(
+        "--root",
+        type=Path,
+        metavar="DIR",
+        help="an artifact folder (results/<revision>) holding the two models' imports",
+    )
+    p.add_argument("--output", type=Path, metavar="FILE", help="also write the plan as JSON")
+
+
+def power(args):
+    settings = {
+        "difference": args.difference,
+        "tasks": args.tasks,
+        "alpha": args.alpha,
+        "power": args.power,
+        "baseline_rate": args.baseline_rate,
+    }
+    imports = _model_imports(args.root, args.models) if args.models else []
+    plan_power(settings, imports, args.output)
+
+
+def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
+    """The two models' imports in the artifact folder (found by kind, one each)."""
+    from ..frames import Folder
+    from ..records import MODEL_IMPORT
+
+    if root is None:
+        raise AfbenchError(
+            "--models needs the artifact folder that holds their imports",
+            field="--root",
+            expected="results/<revision>",
+        )
+    folder = Folder(root)
+    found: dict[str, list] = {model: [] for model in models}
+    for artifact in folder.of_kind(MODEL_IMPORT):
+        data = folder.read(artifact, keep=False)
+        if data.get("model") in found:
+            found[data["model"]].append((artifact.path, data))
+    for model, imports in found.items():
+        if len(imports) != 1:
+            raise AfbenchError(
+                f"no import of model '{model}' in this folder"
+                if not imports
+                else f"{len(imports)} imports of model '{model}' in this folder; give the "
+                "folder of one source condition and budget",
+                file=str(root),
+                expected="one import per model",
+                found=", ".join(str(path) for path, _ in imports) or None,
+            )
+    return [found[model][0][1] for model in models]
+
+
 def _discover_args(p):
     _config_flag(p)
     p.add_argument("--checkout", required=True, type=Path, help="a git checkout of upstream")
@@ -617,6 +691,14 @@ COMMANDS: dict[str, Command] = {
         "--table leaderboard --table official_results",
         _export_args,
         export,
+    ),
+    "power": Command(
+        "plan a run: the tasks a paired comparison needs, or the difference it can detect",
+        "afbench power --difference 0.1 --alpha 0.05 --power 0.8 --baseline-rate 0.5\n"
+        "afbench power --difference 0.05 --models demo-model-c demo-model-d --root results/REV\n"
+        "afbench power --tasks 100 --baseline-rate 0.5 --output power.json",
+        _power_args,
+        power,
     ),
     "discover": Command(
         "read pins, paths and columns from an upstream checkout; write a fragment to review",

@@ -1,0 +1,29 @@
+# The run planner (opt-in, never part of `all`): the tasks a paired comparison needs to detect
+# a difference, or the difference a number of tasks detects (`power:` in config).
+
+
+rule plan_power:
+    input:
+        imports=lambda w: power_imports(),
+    output:
+        POWER_PLAN,
+    log:
+        f"{LOGS}/plan_power.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        difference=setting("difference", "power/difference"),
+        tasks=setting("tasks", "power/tasks"),
+        alpha=setting("alpha", "power/alpha"),
+        power=setting("power", "power/power"),
+        baseline_rate=setting("baseline-rate", "power/baseline_rate"),
+        imports=lambda w, input: options("import", input.imports),
+    shell:
+        "afbench job plan-power {params.difference} {params.tasks} {params.alpha} "
+        "{params.power} {params.baseline_rate} {params.imports} --output={output:q} 2> {log:q}"
+
+
+rule power:
+    """Target (not in `all`): the run plan; its one line is printed and in its JSON."""
+    input:
+        POWER_PLAN,
