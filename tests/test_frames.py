@@ -229,8 +229,14 @@ def test_leaderboard_is_the_summarys_with_the_reports_wilson_intervals(demo, tmp
     # without the report: the same leaderboard, its interval columns unknown (not 0)
     bare = af.leaderboard(subset(demo, tmp_path, "imports"))
     check_schema(bare, "leaderboard")
-    assert bare[["confidence", "wilson_low", "wilson_high", "standard_error"]].isna().all().all()
-    pd.testing.assert_frame_equal(bare.iloc[:, :12], board.iloc[:, :12])
+    from_report = list(af.COLUMNS["leaderboard"])[18:]
+    assert from_report[0] == "confidence" and "design_effect" in from_report
+    assert bare[from_report].isna().all().all()
+    pd.testing.assert_frame_equal(bare.iloc[:, :18], board.iloc[:, :18])
+    # the summary's tiers, bounds and published counts are there without the report
+    assert bare.leader_tier.iloc[0] and bare.letters.iloc[0] == "a"
+    assert (bare.passes_errors_as_successes == bare.passes + bare.infrastructure_errors).all()
+    assert (bare.published_passes == bare.passes).all() and bare.matches_published.all()
 
 
 def test_leaderboard_refuses_an_analysis_of_another_comparison(demo, tmp_path):

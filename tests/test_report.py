@@ -22,7 +22,9 @@ def test_report_is_self_contained_with_every_section(report_dir):
     html = (report_dir / "index.html").read_text()
     for anchor in (
         "leaderboard",
+        "published",
         "paired",
+        "infrastructure",
         "cost",
         "budget",
         "sources",

@@ -151,6 +151,28 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     html = next((root / cfg["results_dir"]).glob("*/report/index.html")).read_text()
     assert "<td>mine</td>" in html
 
+    # a published count changed: the comparison (which checks it) and what depends on it
+    cfg["models"]["demo-model-a"]["published_passes"] = 267
+    write_config(root, cfg)
+    assert planned(root, *args) == {
+        "compare_models": 1,
+        "render_report": 1,
+        "write_artifact_manifest": 1,
+        "all": 1,
+    }
+    snakemake(root, *args)
+    html = next((root / cfg["results_dir"]).glob("*/report/index.html")).read_text()
+    assert 'id="published-mismatch"' in html and "DIFFERS: published 267 (-1)" in html
+    cfg["import"]["strict_published"] = True
+    write_config(root, cfg)
+    failed = snakemake(root, *args, check=False)
+    assert failed.returncode != 0
+    assert "strict published check refused: model 'demo-model-a'" in failed.stdout + failed.stderr
+    cfg["models"]["demo-model-a"]["published_passes"] = 266
+    cfg["import"]["strict_published"] = False
+    write_config(root, cfg)
+    snakemake(root, *args)
+
     # one selection changed: that selection and the audit only
     cfg["selections"]["demo-two-sources"]["limit"] = 2
     write_config(root, cfg)
@@ -164,7 +186,32 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     failed = snakemake(root, *args, check=False)
     assert failed.returncode != 0
     assert "strict budget comparison refused" in failed.stdout + failed.stderr
-    assert "demo-model-d task demo_s05_t003 cost USD 412.5" in failed.stdout + failed.stderr
+    assert "demo-model-d task demo_s01_t006 cost USD 412.5" in failed.stdout + failed.stderr
+
+
+def test_the_power_target_plans_from_the_imports_and_is_not_in_all(demo_project):
+    root = demo_project
+    revision = yaml.safe_load((root / "config/demo.yaml").read_text())["release"]["revision"]
+    assert "plan_power" not in planned(root, "--forceall")
+    assert planned(root, "power") == {"plan_power": 1, "power": 1}
+    result = snakemake(root, "power")
+    plan = json.loads((root / "results" / revision / "power.json").read_text())
+    assert plan["kind"] == "afbench power plan" and plan["question"] == "tasks"
+    assert plan["models"]["a"] == "demo-model-c" and plan["difference"] == 0.1
+    assert plan["line"] in result.stdout + result.stderr
+    # a power setting changed reruns the plan only
+    other = root / "power-other.yaml"
+    other.write_text("power: {difference: null, tasks: 100}\n")
+    assert planned(root, "power", "--configfile", "config/demo.yaml", str(other)) == {
+        "plan_power": 1,
+        "power": 1,
+    }
+    refused = root / "power-bad.yaml"
+    refused.write_text("power: {models: [demo-model-c], baseline_rate: 0.5}\n")
+    result = snakemake(root, "power", "--configfile", "config/demo.yaml", str(refused), check=False)
+    assert (
+        result.returncode != 0 and "two models or a baseline rate" in result.stdout + result.stderr
+    )
 
 
 def test_bad_config_is_refused_before_anything_runs(mirror_project):
