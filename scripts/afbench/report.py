@@ -73,7 +73,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         f'<p class="note">Wilson: {escape(methods["success_rate_independent"])}. Clustered: '
         f"{escape(methods['success_rate_clustered'])}; design effect = (clustered SE / "
         f"independent SE)², the factor by which the sources' cohesion inflates the variance. "
-        f"Tier: {escape(methods['tiers'])} (alpha {analysis['alpha']:g}); "
+        f"Tiers (alpha {analysis['alpha']:g}): {escape(methods['tiers'])}; "
         f"★ marks the models the data cannot tell from the leader. Infrastructure errors are "
         f"kept as reported (unsolved) and counted; nothing is dropped; the bounds column "
         f'counts them as successes. Standard errors (analysis.json) per Miller (2024), "Adding '
