@@ -239,3 +239,14 @@ def test_repository_checks(fetched_config, catalog, upstream, tmp_path):
     fetched_config["release"]["revision"] = git(repo, "rev-parse", "HEAD")
     with pytest.raises(AfbenchError, match="no exporter"):
         _plan(fetched_config, catalog, repo)
+
+
+def test_a_stratified_selection_flows_into_a_plan(fetched_config, catalog, upstream):
+    repo, commit = upstream
+    catalog = {**catalog, "release": {**catalog["release"], "revision": commit}}
+    selection = select_tasks(catalog, "pilot", stratified={"tasks": 12, "seed": 3})
+    assert sum(selection["criteria"]["stratified"]["allocation"].values()) == 12
+    plan = build_plan(catalog, selection, "nop", None, str(repo), "tasks", "/srv/jobs", "docker")
+    assert [t["task_id"] for t in plan["tasks"]] == selection["task_ids"]
+    assert plan["selection"]["selection_sha256"] == selection["selection_sha256"]
+    assert all(t["job_name"].endswith(selection["selection_sha256"][:8]) for t in plan["tasks"])
