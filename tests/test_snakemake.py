@@ -4,6 +4,7 @@ what a config change touches."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -189,8 +190,9 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     assert "demo-model-d task demo_s01_t006 cost USD 412.5" in failed.stdout + failed.stderr
 
 
-def test_the_power_target_plans_from_the_imports_and_is_not_in_all(demo_project):
-    root = demo_project
+def test_the_power_target_plans_from_the_imports_and_is_not_in_all(demo_project, tmp_path):
+    root = tmp_path / "project"  # a copy: the session's demo project is only read
+    shutil.copytree(demo_project, root, symlinks=True)
     revision = yaml.safe_load((root / "config/demo.yaml").read_text())["release"]["revision"]
     assert "plan_power" not in planned(root, "--forceall")
     assert planned(root, "power") == {"plan_power": 1, "power": 1}
