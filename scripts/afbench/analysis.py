@@ -90,8 +90,8 @@ TIER_METHOD = (
     "Holm-adjusted p below alpha"
 )
 MARK_RULE = (
-    "a pair is marked when the unadjusted exact McNemar p with the errors resolved either way "
-    "falls on the other side of alpha from the reported unadjusted p"
+    "a pair is marked when its exact McNemar p with the errors resolved one way or the other "
+    "falls on the other side of alpha = {alpha} from its reported p (all three unadjusted)"
 )
 
 
@@ -165,8 +165,9 @@ def tiers(order: list[str], pairs: list[dict], alpha: float = ALPHA) -> dict[str
 def significance(
     order: list[str], bits: dict[str, int], tasks: int, alpha: float = ALPHA
 ) -> tuple[list[dict], dict[str, dict]]:
-    """`paired_tests` and the `tiers` they give. The comparison summary and the report's
-    analysis both come through here, so their tiers are the same."""
+    """`paired_tests` and the `tiers` they give: the comparison summary's tiers. The report's
+    analysis calls the two parts itself (it adds to the pairs in between), so both carry the
+    same tiers."""
     pairs = paired_tests(order, bits, tasks, alpha)
     return pairs, tiers(order, pairs, alpha)
 
@@ -307,7 +308,7 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
         "difference": f"paired difference in success rate (a - b), {confidence:.0%} "
         "normal interval with the paired standard error (tasks independent)",
         "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
-        "infrastructure": f"{INFRASTRUCTURE_BOUNDS_METHOD}; {MARK_RULE} ({ALPHA}, unadjusted)",
+        "infrastructure": f"{INFRASTRUCTURE_BOUNDS_METHOD}; {MARK_RULE.format(alpha=ALPHA)}",
         "tiers": TIER_METHOD,
         "marked_pairs": sum(p["infrastructure"]["marked"] for p in pairs),
         "pairs": pairs,

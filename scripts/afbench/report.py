@@ -52,7 +52,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
             "by afbench for testing the pipeline. These are not AutoformBench results; "
             "never cite them.</div>"
         )
-    parts.append(published_banner(analysis["published"], labels))
+    parts.append(published_banner(analysis["published"]))
     parts.append("<main>")
     parts.append(f"<h1>{escape(release['name'])}: results report</h1>")
     parts.append(
@@ -362,7 +362,7 @@ def infrastructure_section(paired: dict, labels: dict[str, str]) -> str:
     )
 
 
-def published_banner(check: dict, labels: dict[str, str]) -> str:
+def published_banner(check: dict) -> str:
     """A loud banner when an import differs from what the authors published."""
     if check["matches"] is not False:
         return ""
