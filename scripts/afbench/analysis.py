@@ -99,9 +99,10 @@ def which_to_cite(tasks: int, sources: int) -> str:
     """The report's one sentence on which interval to cite, and why."""
     return (
         f"Cite the clustered interval: tasks of one source succeed or fail together, so for a "
-        f"claim about the benchmark's population of sources the {sources} sources, not the "
-        f"{tasks} tasks, are the independent draws; the Wilson interval fits only a claim in "
-        f"which tasks are the unit (new tasks drawn independently from these same sources)."
+        f"claim about the benchmark (sources like these, not just these tasks) the "
+        f"{sources} sources, not the {tasks} tasks, are the independent draws; the Wilson "
+        f"interval fits only a claim in which tasks are the unit (new tasks drawn "
+        f"independently from these same sources)."
     )
 
 
