@@ -203,6 +203,19 @@ def test_the_live_ceiling_stops_new_trials_and_a_higher_one_resumes_them(tmp_pat
     [configuration] = summary["configurations"]
     assert configuration["counts"]["rejected"] == 1 and configuration["attempts"]["total"] == 1
 
+    # the same ceiling again: what the ledger spent counts, so the rest cannot fit
+    assert_one_line_refusal(
+        subprocess.run(
+            [SNAKEMAKE, "execute", "-n", *args(400)],
+            cwd=root,
+            env=trial_env(root),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        ),
+        "execute: worst-case cost USD 700 (USD 500 spent or held by the live ledger + 1 "
+        "unfinished trial(s) x USD 200) is over the ceiling execute.max_cost_usd = 400",
+    )
     again = run(1000)  # a higher ceiling: the refused trial runs, the finished one is reused
     assert again.returncode == 0, said(again)[-3000:]
     assert "spent USD 1000 on 2 of 2 trial(s), ceiling USD 1000" in said(again)

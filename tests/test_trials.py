@@ -549,3 +549,16 @@ def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_pa
         "execute: worst-case cost USD 10000 is over the ceiling execute.max_cost_usd = 9999; "
         "nothing was started"
     )
+    # a trial the ledger finished is reused (its cost counts once); another run's open one
+    # still may spend its worst case
+    path = tmp_path / "jobs.ledger.jsonl"
+    ledger.start(path, trial("j-a:B-0-attempt-1"), 200, None)
+    ledger.finish(path, trial("j-a:B-0-attempt-1"), [350.0], paid=True, nominal=200)
+    ledger.start(path, trial("another-run"), 200, None)
+    lines, refusal = approve(plans, 1, release, 10_349, path)
+    assert refusal == (
+        "execute: worst-case cost USD 10350 (USD 550 spent or held by the live ledger + 49 "
+        "unfinished trial(s) x USD 200) is over the ceiling execute.max_cost_usd = 10349; "
+        "nothing was started"
+    )
+    assert approve(plans, 1, release, 10_350, path)[1] is None

@@ -481,20 +481,36 @@ def approve(
     nominal = release["nominal_budget_usd"]
     trials = paid = 0
     locks = []
+    paid_jobs = []
     tasks_by_selection: dict[str, set[str]] = {}
     for (selection, _), plan in plans.items():
         for task in plan["tasks"]:
             agent, _ = run_agent(task["run"]["argv"])
             trials += attempts
-            paid += attempts if harbor.calls_a_model(agent) else 0
             tasks_by_selection.setdefault(selection, set()).add(task["task_id"])
             for attempt in range(1, attempts + 1):
-                locks.append(Path(trial_steps(plan, task["task_id"], attempt)["lock"]))
+                steps = trial_steps(plan, task["task_id"], attempt)
+                locks.append(Path(steps["lock"]))
+                if harbor.calls_a_model(agent):
+                    paid += 1
+                    paid_jobs.append(steps["job_name"])
     worst = paid * nominal
     lines = [
         f"afbench execute: {trials} trial(s), {paid} with a model agent; worst-case cost USD "
         f"{worst:g} ({paid} x the nominal USD {nominal:g} per task)"
     ]
+    # what the live ledger has spent counts too: a trial it finished is reused (no new cost),
+    # every other one may still spend its worst case, and so may the trials of other runs it
+    # holds open
+    live = ledger.state(ledger.read_entries(ledger_path))
+    finished = {name for name, e in live["last"].items() if e["event"] == "finish"}
+    unfinished = [name for name in paid_jobs if name not in finished]
+    elsewhere = sum(
+        e["worst_case_usd"]
+        for name, e in live["last"].items()
+        if e["event"] == "start" and name not in set(paid_jobs)
+    )
+    total = live["spent_usd"] + elsewhere + len(unfinished) * nominal
     for selection, tasks in sorted(tasks_by_selection.items()):
         try:
             found = mcnemar_detectable_difference(len(tasks), baseline_rate=0.5)
@@ -506,12 +522,12 @@ def approve(
             f"{detect}; McNemar at alpha 0.05, power 0.8, assuming a baseline success rate of "
             "0.5 and independent successes of the two configurations compared"
         )
-    spent = ledger.state(ledger.read_entries(ledger_path))
-    if spent["spent_usd"] or spent["open"]:
+    if live["spent_usd"] or live["open"]:
         lines.append(
-            f"afbench execute: the live ledger has spent USD {spent['spent_usd']:g}, and USD "
-            f"{spent['open_usd']:g} is held for {len(spent['open'])} trial(s) started and not "
-            f"finished ({ledger_path})"
+            f"afbench execute: the live ledger has spent USD {live['spent_usd']:g} and holds "
+            f"USD {live['open_usd']:g} for {len(live['open'])} trial(s) started and not "
+            f"finished ({ledger_path}); with {len(unfinished)} trial(s) of this run still to "
+            f"finish, the worst case is USD {total:g}"
         )
     for lock, who in running_elsewhere(locks):
         lines.append(
@@ -520,9 +536,15 @@ def approve(
             "result"
         )
     refusal = None
-    if paid and (ceiling_usd is None or worst > ceiling_usd):
+    if paid and (ceiling_usd is None or total > ceiling_usd):
+        spent = (
+            f" (USD {live['spent_usd'] + elsewhere:g} spent or held by the live ledger + "
+            f"{len(unfinished)} unfinished trial(s) x USD {nominal:g})"
+            if live["spent_usd"] or elsewhere
+            else ""
+        )
         refusal = (
-            f"execute: worst-case cost USD {worst:g} is over the ceiling "
+            f"execute: worst-case cost USD {total:g}{spent} is over the ceiling "
             f"execute.max_cost_usd = {ceiling_usd}; nothing was started"
         )
     return lines, refusal
