@@ -83,6 +83,19 @@ def assert_one_line_refusal(result: subprocess.CompletedProcess, message: str) -
 def test_every_refusal_of_execute_is_one_line_and_nothing_starts(tmp_path):
     root = project(tmp_path)
     paid = [{"agent": "nop"}, {"agent": "claude-code", "model": "anthropic/claude-opus-4-1"}]
+    # before any plan is written, the guard counts what the config will plan: refused before
+    # a single job runs, not after the plans
+    fresh = snakemake(
+        root,
+        "execute",
+        *overlay(root, paid, allow_model_agents=True, max_cost_usd=300),
+        check=False,
+    )
+    assert "(counted from the config: the plans are not written yet)" in said(fresh)
+    assert_one_line_refusal(
+        fresh, "execute: worst-case cost USD 400 is over the ceiling execute.max_cost_usd = 300"
+    )
+    assert not (root / "results").exists()
     args = overlay(root, paid)
     snakemake(root, "plans", *args)  # plans are cheap and safe; trials are not
     assert_one_line_refusal(

@@ -504,7 +504,7 @@ def test_the_report_and_the_frames_carry_the_certificate(tmp_path):
 
 
 def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_path):
-    from afbench.execute import approve
+    from afbench.execute import approve, planned_trials
 
     release = {"nominal_budget_usd": 200.0}
     jobs = tmp_path / "jobs"
@@ -528,7 +528,9 @@ def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_pa
     held = holder_process(jobs / "j-nop-3-attempt-1.lock", tmp_path / "release")
     assert held.stdout.readline().startswith("held")
     try:
-        lines, refusal = approve(plans, 1, release, 20_000, tmp_path / "jobs.ledger.jsonl")
+        lines, refusal = approve(
+            planned_trials(plans, 1), release, 20_000, tmp_path / "jobs.ledger.jsonl"
+        )
     finally:
         (tmp_path / "release").touch()
         held.wait(timeout=10)
@@ -544,7 +546,7 @@ def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_pa
         "afbench execute: trial j-nop-3-attempt-1 is still running elsewhere (host "
     )
     assert f"pid {held.pid}" in lines[2] and refusal is None
-    _, refusal = approve(plans, 1, release, 9_999, tmp_path / "jobs.ledger.jsonl")
+    _, refusal = approve(planned_trials(plans, 1), release, 9_999, tmp_path / "jobs.ledger.jsonl")
     assert refusal == (
         "execute: worst-case cost USD 10000 is over the ceiling execute.max_cost_usd = 9999; "
         "nothing was started"
@@ -555,10 +557,30 @@ def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_pa
     ledger.start(path, trial("j-a:B-0-attempt-1"), 200, None)
     ledger.finish(path, trial("j-a:B-0-attempt-1"), [350.0], paid=True, nominal=200)
     ledger.start(path, trial("another-run"), 200, None)
-    lines, refusal = approve(plans, 1, release, 10_349, path)
+    lines, refusal = approve(planned_trials(plans, 1), release, 10_349, path)
     assert refusal == (
         "execute: worst-case cost USD 10350 (USD 550 spent or held by the live ledger + 49 "
         "unfinished trial(s) x USD 200) is over the ceiling execute.max_cost_usd = 10349; "
         "nothing was started"
     )
-    assert approve(plans, 1, release, 10_350, path)[1] is None
+    assert approve(planned_trials(plans, 1), release, 10_350, path)[1] is None
+
+
+def test_before_the_plans_the_guard_counts_what_the_config_will_plan(tmp_path):
+    from afbench.execute import approve, selection_size, unplanned_trials
+
+    assert selection_size({"tasks": ["a", "b"], "sources": [], "limit": None}, 341) == 2
+    assert selection_size({"tasks": [], "sources": [], "limit": 5}, 341) == 5
+    assert selection_size({"tasks": [], "sources": [], "limit": None}, 341) == 341
+    assert selection_size({"tasks": [], "sources": ["s"], "limit": 5}, 341) is None
+    items = {("all", "nop"): "nop", ("all", "codex__p__m"): "codex"}
+    trials = unplanned_trials(items, {"all": 341}, 2)
+    lines, refusal = approve(trials, {"nominal_budget_usd": 200.0}, 1000, tmp_path / "none")
+    assert lines[0] == (
+        "afbench execute: 1364 trial(s), 682 with a model agent; worst-case cost USD 136400 "
+        "(682 x the nominal USD 200 per task) (counted from the config: the plans are not "
+        "written yet)"
+    )
+    assert "341 task(s) can detect a paired difference of 10.7 pp or more" in lines[1]
+    assert refusal.startswith("execute: worst-case cost USD 136400 is over the ceiling")
+    assert unplanned_trials(items, {"all": None}, 1) is None

@@ -466,51 +466,82 @@ def check_items(
         )
 
 
+def planned_trials(plans: dict[tuple[str, str], dict], attempts: int) -> list[dict]:
+    """Every trial of the written plans: its selection, task, job name, lock and whether its
+    agent may call a model."""
+    trials = []
+    for (selection, _), plan in plans.items():
+        for task in plan["tasks"]:
+            agent, _ = run_agent(task["run"]["argv"])
+            for attempt in range(1, attempts + 1):
+                steps = trial_steps(plan, task["task_id"], attempt)
+                trials.append(
+                    {
+                        "selection": selection,
+                        "task_id": task["task_id"],
+                        "job_name": steps["job_name"],
+                        "lock": Path(steps["lock"]),
+                        "paid": harbor.calls_a_model(agent),
+                    }
+                )
+    return trials
+
+
+def selection_size(criteria: dict, release_tasks: int) -> int | None:
+    """How many tasks a selection's criteria give, before the catalog is read: known for a
+    list of tasks (each must exist) or for all of them, then limited; None when it filters
+    by source."""
+    if criteria.get("sources"):
+        return None
+    size = len(criteria.get("tasks") or []) or release_tasks
+    return min(size, criteria["limit"]) if criteria.get("limit") else size
+
+
+def unplanned_trials(
+    items: dict[tuple[str, str], str], sizes: dict[str, int | None], attempts: int
+) -> list[dict] | None:
+    """The trials the config will plan (agents by item, task counts by selection), for the
+    guard before the plans are written; None when a selection's size is not known yet."""
+    if any(sizes[selection] is None for selection, _ in items):
+        return None
+    return [
+        {
+            "selection": selection,
+            "task_id": f"task {i + 1}",
+            "job_name": None,
+            "lock": None,
+            "paid": harbor.calls_a_model(agent),
+        }
+        for (selection, _), agent in items.items()
+        for i in range(sizes[selection])
+        for _ in range(attempts)
+    ]
+
+
 def approve(
-    plans: dict[tuple[str, str], dict],
-    attempts: int,
+    trials: list[dict],
     release: dict,
     ceiling_usd: float | None,
     ledger_path: Path,
 ) -> tuple[list[str], str | None]:
-    """The planned run, checked against the ceiling before any trial starts: the lines to
-    print (trials, worst-case cost, the difference the run can detect, what the live ledger
-    has spent, trials still running elsewhere) and the refusal, if it is refused."""
+    """The planned run (planned_trials, or unplanned_trials before the plans are written),
+    checked against the ceiling before any trial starts: the lines to print (trials,
+    worst-case cost, the difference the run can detect, what the live ledger has spent,
+    trials still running elsewhere) and the refusal, if it is refused."""
     from .stats import mcnemar_detectable_difference
 
     nominal = release["nominal_budget_usd"]
-    trials = paid = 0
-    locks = []
-    paid_jobs = []
-    tasks_by_selection: dict[str, set[str]] = {}
-    for (selection, _), plan in plans.items():
-        for task in plan["tasks"]:
-            agent, _ = run_agent(task["run"]["argv"])
-            trials += attempts
-            tasks_by_selection.setdefault(selection, set()).add(task["task_id"])
-            for attempt in range(1, attempts + 1):
-                steps = trial_steps(plan, task["task_id"], attempt)
-                locks.append(Path(steps["lock"]))
-                if harbor.calls_a_model(agent):
-                    paid += 1
-                    paid_jobs.append(steps["job_name"])
-    worst = paid * nominal
+    paid = [t for t in trials if t["paid"]]
+    worst = len(paid) * nominal
+    unplanned = any(t["job_name"] is None for t in trials)
     lines = [
-        f"afbench execute: {trials} trial(s), {paid} with a model agent; worst-case cost USD "
-        f"{worst:g} ({paid} x the nominal USD {nominal:g} per task)"
+        f"afbench execute: {len(trials)} trial(s), {len(paid)} with a model agent; worst-case "
+        f"cost USD {worst:g} ({len(paid)} x the nominal USD {nominal:g} per task)"
+        + (" (counted from the config: the plans are not written yet)" if unplanned else "")
     ]
-    # what the live ledger has spent counts too: a trial it finished is reused (no new cost),
-    # every other one may still spend its worst case, and so may the trials of other runs it
-    # holds open
-    live = ledger.state(ledger.read_entries(ledger_path))
-    finished = {name for name, e in live["last"].items() if e["event"] == "finish"}
-    unfinished = [name for name in paid_jobs if name not in finished]
-    elsewhere = sum(
-        e["worst_case_usd"]
-        for name, e in live["last"].items()
-        if e["event"] == "start" and name not in set(paid_jobs)
-    )
-    total = live["spent_usd"] + elsewhere + len(unfinished) * nominal
+    tasks_by_selection: dict[str, set[str]] = {}
+    for t in trials:
+        tasks_by_selection.setdefault(t["selection"], set()).add(t["task_id"])
     for selection, tasks in sorted(tasks_by_selection.items()):
         try:
             found = mcnemar_detectable_difference(len(tasks), baseline_rate=0.5)
@@ -522,6 +553,19 @@ def approve(
             f"{detect}; McNemar at alpha 0.05, power 0.8, assuming a baseline success rate of "
             "0.5 and independent successes of the two configurations compared"
         )
+    # what the live ledger has spent counts too: a trial it finished is reused (no new cost),
+    # every other one may still spend its worst case, and so may the trials of other runs it
+    # holds open
+    live = ledger.state(ledger.read_entries(ledger_path))
+    names = {t["job_name"] for t in paid}
+    finished = {name for name, e in live["last"].items() if e["event"] == "finish"}
+    unfinished = [t for t in paid if t["job_name"] not in finished]
+    elsewhere = sum(
+        e["worst_case_usd"]
+        for name, e in live["last"].items()
+        if e["event"] == "start" and name not in names
+    )
+    total = live["spent_usd"] + elsewhere + len(unfinished) * nominal
     if live["spent_usd"] or live["open"]:
         lines.append(
             f"afbench execute: the live ledger has spent USD {live['spent_usd']:g} and holds "
@@ -529,14 +573,18 @@ def approve(
             f"finished ({ledger_path}); with {len(unfinished)} trial(s) of this run still to "
             f"finish, the worst case is USD {total:g}"
         )
+    locks = [t["lock"] for t in trials if t["lock"] is not None]
     for lock, who in running_elsewhere(locks):
         lines.append(
             f"afbench execute: trial {lock.name.removesuffix('.lock')} is still running "
             f"elsewhere ({describe_holder(who)}): its copy here waits for it and reuses its "
             "result"
         )
+    # before the plans are written the trials have no names yet: what the ledger finished
+    # cannot be told from what it did not, so the sum is left to the check after the plans
+    known = not unplanned or not live["last"]
     refusal = None
-    if paid and (ceiling_usd is None or total > ceiling_usd):
+    if paid and known and (ceiling_usd is None or total > ceiling_usd):
         spent = (
             f" (USD {live['spent_usd'] + elsewhere:g} spent or held by the live ledger + "
             f"{len(unfinished)} unfinished trial(s) x USD {nominal:g})"

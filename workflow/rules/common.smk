@@ -8,13 +8,19 @@ import time
 from pathlib import Path
 from shlex import quote
 
-from snakemake.exceptions import WorkflowError
+from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
 from snakemake.logging import logger
 
 from afbench import harbor
 from afbench.config import TRANSPORT_SETTINGS, config_digest, selected_models
 from afbench.errors import AfbenchError
-from afbench.execute import approve, check_items
+from afbench.execute import (
+    approve,
+    check_items,
+    planned_trials,
+    selection_size,
+    unplanned_trials,
+)
 from afbench.fsutil import canonical_digest
 from afbench.plan import plan_label
 
@@ -327,19 +333,32 @@ def execute_guard(wildcards):
         )
     except AfbenchError as error:
         refuse(error)
-    plans = {key: written_plan(*key) for key in EXECUTE_ITEMS}
-    lines, refusal = approve(
-        plans,
-        EXECUTE["attempts"],
-        config["release"],
-        EXECUTE["max_cost_usd"],
-        Path(LIVE_LEDGER),
-    )
+    try:
+        trials = planned_trials(
+            {key: written_plan(*key) for key in EXECUTE_ITEMS}, EXECUTE["attempts"]
+        )
+    except IncompleteCheckpointException:
+        # the plans are not written yet: judge the run by what the config will plan, so a
+        # refusal comes before anything runs (and a dry run shows the cost)
+        sizes = {
+            name: selection_size(criteria, config["release"]["expected_counts"]["tasks"])
+            for name, criteria in config["selections"].items()
+        }
+        agents = {key: item["agent"] for key, item in EXECUTE_ITEMS.items()}
+        trials = unplanned_trials(agents, sizes, EXECUTE["attempts"])
+        if trials is not None:
+            approve_or_refuse(trials)
+        raise
+    approve_or_refuse(trials)
+    return all_executed_receipts()
+
+
+def approve_or_refuse(trials):
+    lines, refusal = approve(trials, config["release"], EXECUTE["max_cost_usd"], Path(LIVE_LEDGER))
     for line in lines:
         logger.info(line)
     if refusal:
         refuse(refusal)
-    return all_executed_receipts()
 
 
 def tell_cost_ledger():
