@@ -265,3 +265,97 @@ def test_a_snakemake_job_runs_on_slurm_through_the_profile(tmp_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     job = (tmp_path / "out.txt").read_text().strip()
     assert job.startswith("slurm_job=") and job != "slurm_job="  # ran inside a SLURM job
+
+
+@pytest.mark.harbor
+@pytest.mark.docker
+@pytest.mark.skipif(trial_skip_reason() is not None, reason=str(trial_skip_reason()))
+def test_a_run_as_planned_is_conformant_and_each_change_is_named(checkout, tmp_path):
+    """Four real Harbor jobs of one task, run at once: the plan's argv, and the same with a
+    doubled timeout, disabled verification, or an agent kwarg; each imported against the
+    exporter's output for the task."""
+    from afbench.records import SELECTION, record
+
+    from conftest import afbench, job
+
+    config = load_config([REPO / "config/demo.yaml"])
+    release = identity(config["release"])
+    selection = tmp_path / "selection.json"
+    selection.write_text(
+        json.dumps(
+            record(
+                SELECTION, name="infra", task_ids=[TASK], selection_sha256="0" * 64, release=release
+            )
+        )
+    )
+    checksums = tmp_path / "checksums.json"
+    job(
+        "checksum-tasks",
+        f"--selection={selection}",
+        f"--repository-dir={checkout}",
+        "--tasks-dir=tasks",
+        f"--output={checksums}",
+    )
+    changes = {
+        "as-planned": [],
+        "timeout": ["--timeout-multiplier", "2"],
+        "unverified": ["--disable-verification"],
+        "hinted": ["--ak", "hint=use decide"],
+    }
+    runs = {}
+    for name, extra in changes.items():
+        step = plan_for(checkout, "nop", tmp_path / name)
+        argv = [str(HARBOR), *step["run"]["argv"][1:], *extra]
+        runs[name] = (
+            Path(step["job_dir"]),
+            subprocess.Popen(
+                argv,
+                cwd=step["run"]["cwd"],
+                env={**os.environ, **step["run"]["env"]},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            ),
+        )
+    certificates = {}
+    for name, (job_dir, process) in runs.items():
+        output = process.communicate(timeout=300)[0]
+        assert process.returncode == 0, output[-2000:]
+        out = tmp_path / "imported" / name
+        afbench(
+            "import-run",
+            "--selection",
+            selection,
+            "--name",
+            name,
+            "--kind",
+            "harbor",
+            "--path",
+            job_dir,
+            "--task-checksums",
+            checksums,
+            "--output-dir",
+            out,
+        )
+        summary = json.loads((out / "summary.json").read_text())
+        [configuration] = summary["configurations"]
+        certificates[name] = (summary["conformant"], configuration["conformance"]["reasons"])
+        assert configuration["conformance"]["task_checksums"]["compared"] == 1
+    assert certificates["as-planned"] == (True, [])  # Harbor's task checksum is the export's
+    assert certificates["timeout"] == (
+        False,
+        [
+            f"changed timeout: the {phase} timeout is multiplied by 2 (timeout_multiplier); "
+            "the protocol keeps the upstream per-task timeouts"
+            for phase in ("agent", "verifier")
+        ],
+    )
+    assert certificates["unverified"][0] is False
+    [reason] = certificates["unverified"][1]
+    assert reason.startswith("verification disabled (verifier.disable) for 1 of 1 trial(s)")
+    assert certificates["hinted"] == (
+        False,
+        ["agent kwargs: agent.kwargs is {'hint': 'use decide'}; the protocol gives the agent none"],
+    )
+    for name in changes:
+        assert docker_leftovers(tmp_path / name) == []

@@ -384,6 +384,10 @@ def local_run_rows(runs: list[dict]) -> list[dict]:
                     "success_rate": config["success_rate"],
                     "success_rate_bounds": config["success_rate_bounds"],
                     "pass_at_k": config["pass_at_k"],
+                    # the protocol-conformance certificate (afbench.conformance): None for
+                    # verdicts and for summaries imported before certificates existed
+                    "conformant": config.get("conformant"),
+                    "conformance_reasons": (config.get("conformance") or {}).get("reasons", []),
                 }
             )
     return rows

@@ -150,6 +150,9 @@ _RUN_COMMON = {
     "reward": "Int64",
     "reason": "string",
 }
+# from the run's summary, not its csv: the configuration's protocol-conformance certificate
+# (<NA> for verdicts and for runs imported before certificates existed)
+_FROM_SUMMARY = {"conformant": "boolean"}
 _ATTEMPTS = {
     **_RUN_COMMON,
     "cost_usd": "Float64",
@@ -159,6 +162,7 @@ _ATTEMPTS = {
     "trial_name": "string",
     "job_id": "string",
     "trial_dir": "string",
+    **_FROM_SUMMARY,
 }
 _OUTCOMES = {
     **_RUN_COMMON,
@@ -169,6 +173,7 @@ _OUTCOMES = {
     "agent_version": "string",
     "model": "string",
     "trial_dirs": "string",
+    **_FROM_SUMMARY,
 }
 COLUMNS: dict[str, dict[str, object]] = {
     "tasks": _TASKS,
@@ -178,8 +183,8 @@ COLUMNS: dict[str, dict[str, object]] = {
     "run_attempts": _ATTEMPTS,
     "run_outcomes": _OUTCOMES,
 }
-assert [c for c in _ATTEMPTS if c != "run"] == ATTEMPT_COLUMNS
-assert [c for c in _OUTCOMES if c != "run"] == OUTCOME_COLUMNS
+assert [c for c in _ATTEMPTS if c != "run" and c not in _FROM_SUMMARY] == ATTEMPT_COLUMNS
+assert [c for c in _OUTCOMES if c != "run" and c not in _FROM_SUMMARY] == OUTCOME_COLUMNS
 
 
 # --- finding artifacts ----------------------------------------------------------------------
@@ -769,13 +774,17 @@ def _runs(folder: Folder) -> list[tuple[Artifact, str, dict]]:
 def _run_table(root: str | os.PathLike | Folder, table: str, csv_name: str) -> pd.DataFrame:
     folder = _folder(root)
     schema = COLUMNS[table]
-    header = [c for c in schema if c != "run"]
+    header = [c for c in schema if c != "run" and c not in _FROM_SUMMARY]
     parts, runs = [], _runs(folder)
     for artifact, run, data in runs:
         r = _Reader(artifact)
-        labels = {
-            r.get(c, "configuration", str, "configurations.")
-            for c in r.get(data, "configurations", list)
+        configurations = r.get(data, "configurations", list)
+        labels = {r.get(c, "configuration", str, "configurations.") for c in configurations}
+        conformant = {
+            c["configuration"]: r.get(c, "conformant", (bool, type(None)), "configurations.")
+            if "conformant" in c
+            else None
+            for c in configurations
         }
         n_tasks = r.get(r.get(data, "selection", dict), "tasks", int, "selection.")
         path = artifact.path.parent / csv_name
@@ -799,6 +808,7 @@ def _run_table(root: str | os.PathLike | Folder, table: str, csv_name: str) -> p
                 found=f"{len(part)} rows",
             )
         part.insert(0, "run", run)
+        part["conformant"] = part["configuration"].map(conformant)
         parts.append(part)
     return folder.frame(pd.concat(parts, ignore_index=True), table, [a for a, _, _ in runs])
 

@@ -1,12 +1,17 @@
 """Every fact afbench relies on about Harbor 0.22.0, the release's pinned harness, in one place:
 its agents, the agents that call no model, its environment types, the upstream per-task
-timeouts, and the trial-config settings with the defaults Harbor applies. Checked against the
-harbor 0.22.0 wheel (its CLI, harbor/models/environment_type.py and harbor/models/trial/config.py).
+timeouts, the trial-config settings with the defaults Harbor applies, and how it computes a
+trial's task checksum. Checked against the harbor 0.22.0 wheel (its CLI,
+harbor/models/environment_type.py, harbor/models/trial/config.py, harbor/models/task/task.py)
+and the dirhash 0.5.0 wheel it depends on.
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+from pathlib import Path
 
 from .errors import AfbenchError
 
@@ -150,20 +155,44 @@ TRIAL_SETTINGS: dict[str, object] = {
     "verifier.override_timeout_sec": None,
     "verifier.max_timeout_sec": None,
 }
+# How a trial was verified, with Harbor's defaults: `--disable-verification`, `--verifier`,
+# `--verifier-kwarg` and `--ve` (Harbor leaves the last three out of a config that does not set
+# them). Not part of a configuration's identity (an unverified trial is counted apart within
+# its configuration); the protocol check reads them (afbench.conformance).
+VERIFIER_SETTINGS: dict[str, object] = {
+    "disable": False,
+    "import_path": None,
+    "kwargs": {},
+    "env": {},
+}
+
+
+def is_import_path(agent: str) -> bool:
+    """`-a module.path:ClassName`: a custom agent Harbor imports (e.g. afbench's test agent)."""
+    return len(agent) <= 500 and IMPORT_PATH.fullmatch(agent) is not None
 
 
 def calls_a_model(agent: str) -> bool:
+    """Whether running `agent` may spend money: everything but nop and oracle, and so every
+    custom agent, whatever it says of itself."""
     return agent not in MODEL_FREE_AGENTS
 
 
 def check_agent(agent: str, model: str | None) -> None:
-    """A Harbor 0.22.0 agent, with a provider/model exactly when it calls one."""
+    """A Harbor 0.22.0 agent, with a provider/model exactly when it calls one; or a custom
+    agent's import path, with or without a model."""
+    if isinstance(agent, str) and is_import_path(agent):
+        if model is not None and not (isinstance(model, str) and MODEL.fullmatch(model)):
+            raise AfbenchError(
+                "model is not of the form provider/model", field="model", found=model
+            )
+        return
     if agent not in AGENTS:
         raise AfbenchError(
             "unknown Harbor 0.22.0 agent",
             field="agent",
             found=agent,
-            expected=f"one of {sorted(AGENTS)}",
+            expected=f"one of {sorted(AGENTS)}, or a custom agent's module.path:ClassName",
         )
     if not calls_a_model(agent):
         if model is not None:
@@ -199,3 +228,44 @@ def check_environment_type(value: object, field: str = "plans.environment_type")
         expected=f"one of {sorted(ENVIRONMENT_TYPES)}, or module.path:ClassName",
         found=value if isinstance(value, str) else repr(value),
     )
+
+
+def task_checksum(task_dir: Path) -> str:
+    """The `task_checksum` Harbor 0.22.0 records in a trial's result.json for the task folder
+    it ran: `dirhash(task_dir, "sha256")` of dirhash 0.5.0 with its defaults. Each folder's hash
+    is the SHA-256 of its entries' descriptors, sorted and joined by two NULs; an entry's
+    descriptor is its sorted properties joined by one NUL: `name:<name>` and `data:<SHA-256 of
+    the file>` or `dirhash:<the folder's hash>`. Links are followed; a folder with no file
+    below it is left out (a task folder without any file has no checksum)."""
+
+    def walk(folder: Path, seen: frozenset) -> str | None:
+        real = os.path.realpath(folder)
+        if real in seen:
+            raise AfbenchError("a link in the task folder leads back into itself", file=str(folder))
+        descriptors = []
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                path = Path(entry.path)
+                if entry.is_dir():
+                    inner = walk(path, seen | {real})
+                    if inner is not None:
+                        descriptors.append(f"dirhash:{inner}\0name:{entry.name}")
+                elif entry.is_file():
+                    digest = hashlib.sha256()
+                    with open(path, "rb") as handle:
+                        for chunk in iter(lambda: handle.read(1 << 20), b""):
+                            digest.update(chunk)
+                    descriptors.append(f"data:{digest.hexdigest()}\0name:{entry.name}")
+        if not descriptors:
+            return None
+        return hashlib.sha256("\0\0".join(sorted(descriptors)).encode()).hexdigest()
+
+    try:
+        checksum = walk(Path(task_dir), frozenset())
+    except OSError as error:
+        raise AfbenchError(
+            f"cannot read the task folder: {error.strerror}", file=str(task_dir)
+        ) from None
+    if checksum is None:
+        raise AfbenchError("the task folder holds no file", file=str(task_dir))
+    return checksum

@@ -65,11 +65,32 @@ def check_repository(repository_dir: str | None, revision: str) -> Path:
     return path
 
 
+def agent_label(agent: str) -> str:
+    """An agent as a name: a custom agent's module.path:ClassName as module.path__ClassName
+    (no Harbor agent name holds `__`, and a module path holds no `-`)."""
+    return agent.replace(":", "__") if harbor.is_import_path(agent) else agent
+
+
 def plan_label(agent: str, model: str | None) -> str:
     """A plan's file name: the agent, or agent__provider__model for a real model."""
+    agent = agent_label(agent)
     return check_name(
         agent if model is None else f"{agent}__{model.replace('/', '__')}", "plan name"
     )
+
+
+def export_steps(repository: Path, task_id: str) -> dict:
+    """The exporter's export and its read-only check for one task, run in the checkout: they
+    write (and check) <checkout>/tasks/<task>, where a plan's `-p` points."""
+    exporter = str(repository / EXPORTER)
+    return {
+        "export": {"argv": ["python", exporter, "--problem", task_id], "cwd": str(repository)},
+        "check": {
+            "argv": ["python", exporter, "--problem", task_id, "--check"],
+            "cwd": str(repository),
+            "read_only": True,
+        },
+    }
 
 
 def build_plan(
@@ -107,9 +128,9 @@ def build_plan(
     tasks_path = Path(tasks_dir)
     tasks_path = tasks_path if tasks_path.is_absolute() else repo / tasks_path
     jobs_path = Path(jobs_dir).resolve()
-    exporter = str(repo / EXPORTER)
     label = check_name(
-        agent if model is None else f"{agent}-{model.replace('/', '_')}", "agent/model label"
+        agent_label(agent) if model is None else f"{agent_label(agent)}-{model.replace('/', '_')}",
+        "agent/model label",
     )
     tasks = []
     for task_id in selection["task_ids"]:
@@ -139,12 +160,7 @@ def build_plan(
                 "task_id": task_id,
                 "job_name": job_name,
                 "job_dir": str(jobs_path / job_name),
-                "export": {"argv": ["python", exporter, "--problem", task_id], "cwd": str(repo)},
-                "check": {
-                    "argv": ["python", exporter, "--problem", task_id, "--check"],
-                    "cwd": str(repo),
-                    "read_only": True,
-                },
+                **export_steps(repo, task_id),
                 "run": {"argv": run, "cwd": str(repo), "env": dict(harbor.RUN_ENV)},
             }
         )

@@ -181,6 +181,12 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     )
     parts.append(local_runs_section(analysis["local_runs"]))
     parts.append("</div>")
+    if analysis.get("cost_ledger"):
+        parts.append(
+            '<h2 id="cost-ledger">Cost ledger of the executed trials</h2><div class="card">'
+        )
+        parts.append(cost_ledger_section(analysis["cost_ledger"]))
+        parts.append("</div>")
 
     parts.append('<h2 id="provenance">Provenance</h2><div class="card">')
     parts.append(
@@ -426,6 +432,50 @@ def _bounds(bounds: dict) -> str:
     return f"{_pct(bounds['lower'])} – {_pct(upper)}"
 
 
+def _protocol(row: dict) -> str:
+    if row.get("conformant") is True:
+        return "conformant"
+    if row.get("conformant") is False:
+        return "NOT CONFORMANT: " + "; ".join(row["conformance_reasons"])
+    return "not checked"
+
+
+def _configuration(row: dict) -> str:
+    return ("NOT CONFORMANT ⚠ " if row.get("conformant") is False else "") + row["configuration"]
+
+
+def cost_ledger_section(ledger: dict) -> str:
+    """What the executed trials cost beside the ceiling; every value escaped by `_table`."""
+    ceiling = ledger["ceiling_usd"]
+    shown = "none (model-free agents only)" if ceiling is None else f"USD {ceiling:,.2f}"
+    stopped = (
+        f" <strong>Stopped at the ceiling: {ledger['refused']} trial(s) not started.</strong>"
+        if ledger["stopped"]
+        else ""
+    )
+    return (
+        f'<p id="ledger-total">Spent USD {ledger["spent_usd"]:,.2f} of the ceiling '
+        f"{escape(shown)} (execute.max_cost_usd).{stopped}</p>"
+        f'<p class="note">{escape(ledger["note"])}</p>'
+        + _table(
+            ["trial", "task", "attempt", "agent", "status", "cost (USD)", "worst case (USD)"],
+            [
+                [
+                    t["job_name"],
+                    t["task_id"],
+                    t["attempt"],
+                    t["agent"] + (f" {t['model']}" if t["model"] else ""),
+                    t["status"],
+                    _usd(t["cost_usd"]),
+                    _usd(t["worst_case_usd"]),
+                ]
+                for t in ledger["trials"]
+            ],
+            "ledger",
+        )
+    )
+
+
 def local_runs_section(rows: list[dict]) -> str:
     """One line per (run, configuration); every value from input is escaped by `_table`."""
     if not rows:
@@ -438,18 +488,30 @@ def local_runs_section(rows: list[dict]) -> str:
         "run and configuration (agent and version, model, settings): configurations are never "
         "pooled. Errors have no reward; unverified tasks (verification disabled) are counted "
         "apart from errors and never as successes; without a decided outcome for every task "
-        "only bounds are given.</p>"
+        "only bounds are given. A configuration whose trials left the release's protocol "
+        "(changed timeouts, disabled verification, hints, another environment, a task that is "
+        "not the exporter's) is marked NOT CONFORMANT with every reason.</p>"
         + _table(
-            ["run", "configuration", "selection", "tasks", *outcomes, "success rate", "bounds"],
+            [
+                "run",
+                "configuration",
+                "selection",
+                "tasks",
+                *outcomes,
+                "success rate",
+                "bounds",
+                "protocol",
+            ],
             [
                 [
                     r["run"],
-                    r["configuration"],
+                    _configuration(r),
                     r["selection"],
                     r["tasks"],
                     *[r["counts"][k] for k in outcomes],
                     _pct(r["success_rate"]),
                     _bounds(r["success_rate_bounds"]),
+                    _protocol(r),
                 ]
                 for r in rows
             ],

@@ -487,6 +487,24 @@ def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
     return settings
 
 
+def _verifier_settings(config: dict, file: str, job_default: bool) -> dict:
+    """How the trial was verified (harbor.VERIFIER_SETTINGS), for the protocol check."""
+    verifier = _object(config.get("verifier"), file, "config.verifier") or {}
+    settings = {}
+    for key, default in harbor.VERIFIER_SETTINGS.items():
+        value = verifier.get(key)
+        if value is None:
+            value = job_default if key == "disable" else default
+        elif isinstance(default, dict):
+            value = _object(value, file, f"config.verifier.{key}", nullable=False)
+        elif isinstance(default, bool) and not isinstance(value, bool):
+            raise _shape_error(file, f"config.verifier.{key}", "true or false", value)
+        else:
+            value = _string(value, file, f"config.verifier.{key}") if default is None else value
+        settings[key] = value
+    return settings
+
+
 def _agent_info(result: dict, file: str) -> dict | None:
     info = _object(result.get("agent_info"), file, "agent_info")
     if info is None:
@@ -735,6 +753,7 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
                 "job_id": job_id or f"job at {job_dir.resolve()}",
                 "trial_dir": str(trial),
                 "task_checksum": _string(result.get("task_checksum"), file, "task_checksum"),
+                "verifier": _verifier_settings(config, file, job["verification_disabled"]),
                 **_configuration_fields(configuration),
             }
         )

@@ -4,15 +4,23 @@
 # pass it, so a config change reruns exactly the jobs whose settings changed.
 import json
 import re
+import time
 from pathlib import Path
 from shlex import quote
 
-from snakemake.exceptions import WorkflowError
+from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
 from snakemake.logging import logger
 
 from afbench import harbor
 from afbench.config import TRANSPORT_SETTINGS, config_digest, selected_models
 from afbench.errors import AfbenchError
+from afbench.execute import (
+    approve,
+    check_items,
+    planned_trials,
+    selection_size,
+    unplanned_trials,
+)
 from afbench.fsutil import canonical_digest
 from afbench.plan import plan_label
 
@@ -243,15 +251,35 @@ def plan_item(w):
     return PLAN_ITEMS[(w.selection, w.label)]
 
 
-def report_inputs(run_names):
+JOBS_DIR = absolute(f"{REV}/{config['plans']['jobs_dir']}")
+
+
+def plan_params():
+    """The flags write_plan builds a plan from; run_trial passes the same, to rebuild it."""
+    return {
+        "agent": lambda w: option("agent", plan_item(w)["agent"]),
+        "model": lambda w: options("model", [m for m in [plan_item(w).get("model")] if m]),
+        "repository": lambda w, input: option(
+            "repository-dir",
+            absolute(input.checkout if DEMO else config["plans"]["repository_dir"]),
+        ),
+        "tasks_dir": setting("tasks-dir", "plans/tasks_dir"),
+        "jobs_dir": option("jobs-dir", JOBS_DIR),
+        "environment_type": setting("environment-type", "plans/environment_type"),
+        "harbor": setting("harbor", "plans/harbor"),
+    }
+
+
+def report_inputs(run_names, ledger=()):
     """What the report reads: the comparison, every model's import, the catalog, the
-    receipt and the local runs named."""
+    receipt, the local runs named and (for the executed report) the cost ledger."""
     return {
         "summary": f"{IMPORTS}/summary.json",
         "imports": [model_import(m) for m in MODELS],
         "catalog": CATALOG,
         "receipt": RECEIPT,
         "runs": [f"{run_dir(name)}/summary.json" for name in run_names],
+        "ledger": list(ledger),
     }
 
 
@@ -269,6 +297,7 @@ def report_settings_digest():
 
 
 # --- execution (opt-in) -------------------------------------------------------------------
+EXECUTE_STARTED = time.time()
 EXECUTE = config["execute"]
 EXECUTE_ITEMS = {
     (item["selection"], plan_label(item["agent"], item.get("model"))): item
@@ -279,6 +308,17 @@ EXECUTED_SELECTIONS = sorted({selection for selection, _ in EXECUTE_ITEMS})
 TRIAL_RUNTIME_MIN = -(
     -(harbor.AGENT_TIMEOUT_S + harbor.VERIFIER_TIMEOUT_S + EXECUTE["setup_margin_s"]) // 60
 )
+# the live cost ledger the trial jobs share (beside the Harbor jobs folder, on the shared file
+# system), and the artifact a rule writes from it
+LIVE_LEDGER = f"{JOBS_DIR}.ledger.jsonl"
+COST_LEDGER = f"{REV}/execute/cost-ledger.json"
+# the exporter's output for a selection, which imported Harbor runs are certified against:
+# only where a checkout at the pinned revision is configured
+CHECKOUT = DEMO_CHECKOUT if DEMO else config["plans"]["repository_dir"]
+
+
+def task_checksums(selection):
+    return [f"{REV}/tasks/checksums/{selection}.json"] if CHECKOUT else []
 
 
 def provider_of(item):
@@ -298,10 +338,14 @@ def provider_resources():
     return {f"api_{provider}": uses(provider) for provider in PROVIDERS}
 
 
-def planned_tasks(selection, label):
-    """The tasks of a written plan (write_plan is a checkpoint: this waits for it)."""
+def written_plan(selection, label):
+    """A written plan (write_plan is a checkpoint: this waits for it)."""
     plan = checkpoints.write_plan.get(selection=selection, label=label).output[0]
-    return [task["task_id"] for task in json.loads(Path(plan).read_text())["tasks"]]
+    return json.loads(Path(plan).read_text())
+
+
+def planned_tasks(selection, label):
+    return [task["task_id"] for task in written_plan(selection, label)["tasks"]]
 
 
 def executed_receipts(selection):
@@ -314,41 +358,78 @@ def executed_receipts(selection):
     ]
 
 
+def all_executed_receipts(wildcards=None):
+    return [r for selection in EXECUTED_SELECTIONS for r in executed_receipts(selection)]
+
+
+def refuse(reason):
+    """A refusal as one line. Snakemake reports any exception an input function raises, a
+    WorkflowError too, inside its InputFunctionException and Traceback; SystemExit passes
+    through it, and no lock is held while the DAG is built."""
+    logger.error(f"afbench: refused: {reason}")
+    raise SystemExit(1)
+
+
 def execute_guard(wildcards):
-    """Money is never spent by accident: checked when `execute` is asked for, before any
-    trial starts; prints the number of trials and the worst-case cost."""
-    if not EXECUTE_ITEMS:
-        raise ValueError("execute: no items configured (execute.items names plan items)")
-    unknown = [key for key in EXECUTE_ITEMS if key not in PLAN_ITEMS]
-    if unknown:
-        raise ValueError(f"execute.items: not a configured plan item (plans.items): {unknown}")
-    release = config["release"]
-    if not release["synthetic"] and not all(i["digest"] for i in release["images"]):
-        raise ValueError(
-            "execute: a formal run on the official release is refused while the image "
-            "digests are unpinned (release.images[].digest): the trials could not be tied to "
-            "the images the authors used"
+    """Money is never spent by accident: checked (afbench.execute) when `execute` is asked
+    for, before any trial starts; prints the trials, the worst-case cost, the difference the
+    run can detect, what the live ledger has spent and the trials still running elsewhere."""
+    try:
+        check_items(
+            list(EXECUTE_ITEMS),
+            list(PLAN_ITEMS),
+            {key: item["agent"] for key, item in EXECUTE_ITEMS.items()},
+            config["release"],
+            EXECUTE["allow_model_agents"],
+            EXECUTE["max_cost_usd"],
         )
-    paid = [item for item in EXECUTE_ITEMS.values() if harbor.calls_a_model(item["agent"])]
-    if paid and not EXECUTE["allow_model_agents"]:
-        raise ValueError(
-            f"execute: agent '{paid[0]['agent']}' calls a paid model; refused without "
-            f"execute.allow_model_agents: true and a ceiling execute.max_cost_usd"
+    except AfbenchError as error:
+        refuse(error)
+    try:
+        trials = planned_trials(
+            {key: written_plan(*key) for key in EXECUTE_ITEMS}, EXECUTE["attempts"]
         )
-    trials = {key: len(planned_tasks(*key)) * EXECUTE["attempts"] for key in EXECUTE_ITEMS}
-    paid_trials = sum(trials[key] for key, item in EXECUTE_ITEMS.items() if item in paid)
-    worst = paid_trials * release["nominal_budget_usd"]
-    logger.info(
-        f"afbench execute: {sum(trials.values())} trial(s), {paid_trials} with a model agent; "
-        f"worst-case cost USD {worst:g} ({paid_trials} x the nominal USD "
-        f"{release['nominal_budget_usd']:g} per task)"
+    except IncompleteCheckpointException:
+        # the plans are not written yet: judge the run by what the config will plan, so a
+        # refusal comes before anything runs (and a dry run shows the cost)
+        sizes = {
+            name: selection_size(criteria, config["release"]["expected_counts"]["tasks"])
+            for name, criteria in config["selections"].items()
+        }
+        agents = {key: item["agent"] for key, item in EXECUTE_ITEMS.items()}
+        trials = unplanned_trials(agents, sizes, EXECUTE["attempts"])
+        if trials is not None:
+            approve_or_refuse(trials)
+        raise
+    approve_or_refuse(trials)
+    return all_executed_receipts()
+
+
+def approve_or_refuse(trials):
+    lines, refusal = approve(trials, config["release"], EXECUTE["max_cost_usd"], Path(LIVE_LEDGER))
+    for line in lines:
+        logger.info(line)
+    if refusal:
+        refuse(refusal)
+
+
+def tell_cost_ledger():
+    """The run's last word on money, when it wrote the cost ledger: what was spent against
+    the ceiling, and whether the ceiling stopped trials from starting."""
+    path = Path(COST_LEDGER)
+    if not path.exists() or path.stat().st_mtime < EXECUTE_STARTED:
+        return
+    ledger = json.loads(path.read_text())
+    ceiling = ledger["ceiling_usd"]
+    ran = sum(t["status"] == "finished" for t in ledger["trials"])
+    said = (
+        f"spent USD {ledger['spent_usd']:g} on {ran} of {len(ledger['trials'])} trial(s), "
+        f"ceiling {'none' if ceiling is None else f'USD {ceiling:g}'} (cost ledger: {path})"
     )
-    ceiling = EXECUTE["max_cost_usd"]
-    if paid and (ceiling is None or worst > ceiling):
-        raise ValueError(
-            f"execute: worst-case cost USD {worst:g} is over the ceiling "
-            f"execute.max_cost_usd = {ceiling}; nothing was started"
+    if ledger["stopped"]:
+        logger.warning(
+            f"afbench execute: stopped at the cost ceiling: {ledger['refused']} trial(s) "
+            f"not started; {said}"
         )
-    return [
-        receipt for selection in EXECUTED_SELECTIONS for receipt in executed_receipts(selection)
-    ]
+    else:
+        logger.info(f"afbench execute: {said}")

@@ -3,10 +3,14 @@
 
 
 rule run_trial:
-    """One trial: the plan's export, check and harbor run. The receipt is the only output;
-    the Harbor job folder is left to Harbor, which resumes it on a rerun."""
+    """One trial: the plan's export, check and harbor run, under the trial's lock and within
+    the cost ceiling (the live ledger). The receipt is the only output; the Harbor job folder
+    is left to Harbor, which resumes it on a rerun."""
     input:
         plan=f"{REV}/plans/{{selection}}/{{label}}.json",
+        catalog=rules.export_catalog.output,
+        selection=lambda w: selection(w.selection),
+        checkout=DEMO_CHECKOUT,
     output:
         trial_receipt("{selection}", "{label}", "{task}", "{attempt}"),
     log:
@@ -21,20 +25,29 @@ rule run_trial:
         mem_mb=EXECUTE["mem_mb"],
         cpus_per_task=EXECUTE["cpus"],
     params:
+        **plan_params(),
         task=lambda w: option("task", w.task),
         attempt=lambda w: option("attempt", w.attempt),
         env=options("env", [f"{k}={v}" for k, v in EXECUTE["env"].items()]),
+        pass_env=options("pass-env", EXECUTE["pass_env"]),
         allow=setting("allow-model-agent", "execute/allow_model_agents"),
+        ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
+        ledger=option("ledger", LIVE_LEDGER),
     shell:
-        "afbench job run-trial --plan={input.plan:q} {params.task} {params.attempt} "
-        "{params.env} {params.allow} --output={output:q} 2> {log:q}"
+        "afbench job run-trial --plan={input.plan:q} --catalog={input.catalog:q} "
+        "--selection={input.selection:q} {params.agent} {params.model} {params.repository} "
+        "{params.tasks_dir} {params.jobs_dir} {params.environment_type} {params.harbor} "
+        "{params.task} {params.attempt} {params.env} {params.pass_env} {params.allow} "
+        "{params.ceiling} {params.ledger} --output={output:q} 2> {log:q}"
 
 
 rule import_executed:
-    """The executed trials of one selection as a local run (one result per configuration)."""
+    """The executed trials of one selection as a local run (one result per configuration,
+    each with its protocol-conformance certificate)."""
     input:
         selection=lambda w: selection(w.selection),
         receipts=lambda w: executed_receipts(w.selection),
+        checksums=lambda w: task_checksums(w.selection),
     output:
         **{f.split(".")[0]: f"{run_dir('executed-{selection}')}/{f}" for f in RUN_FILES},
     log:
@@ -44,15 +57,39 @@ rule import_executed:
     params:
         name=lambda w: option("name", f"executed-{w.selection}"),
         receipts=lambda w, input: options("receipt", input.receipts),
+        checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
         "afbench job import-executed --selection={input.selection:q} {params.name} "
-        "{params.receipts} --summary={output.summary:q} --outcomes={output.outcomes:q} "
-        "--attempts={output.attempts:q} 2> {log:q}"
+        "{params.receipts} {params.checksums} --summary={output.summary:q} "
+        "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
+
+
+rule write_cost_ledger:
+    """What the executed trials cost, beside the ceiling: from the live ledger the trial jobs
+    kept, once every trial has its receipt (run, reused or refused at the ceiling)."""
+    input:
+        receipts=all_executed_receipts,
+    output:
+        COST_LEDGER,
+    log:
+        f"{LOGS}/write_cost_ledger.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        receipts=lambda w, input: options("receipt", input.receipts),
+        ledger=option("ledger", LIVE_LEDGER),
+        ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
+    shell:
+        "afbench job write-cost-ledger {params.receipts} {params.ledger} {params.ceiling} "
+        "--output={output:q} 2> {log:q}"
 
 
 use rule render_report as render_executed_report with:
     input:
-        **report_inputs([*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]),
+        **report_inputs(
+            [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)],
+            ledger=[COST_LEDGER],
+        ),
     output:
         html=f"{REPORT}/executed/index.html",
         analysis=f"{REPORT}/executed/analysis.json",
@@ -62,7 +99,13 @@ use rule render_report as render_executed_report with:
 
 
 rule execute:
-    """Target (opt-in): every configured trial run, imported, and the report with them."""
+    """Target (opt-in): every configured trial run, imported, its cost ledger, and the report
+    with them."""
     input:
         guard=execute_guard,
         report=rules.render_executed_report.output,
+        ledger=COST_LEDGER,
+
+
+onsuccess:
+    tell_cost_ledger()

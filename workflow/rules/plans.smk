@@ -13,16 +13,7 @@ checkpoint write_plan:
     conda:
         AFBENCH_ENV
     params:
-        agent=lambda w: option("agent", plan_item(w)["agent"]),
-        model=lambda w: options("model", [m for m in [plan_item(w).get("model")] if m]),
-        repository=lambda w, input: option(
-            "repository-dir",
-            absolute(input.checkout if DEMO else config["plans"]["repository_dir"]),
-        ),
-        tasks_dir=setting("tasks-dir", "plans/tasks_dir"),
-        jobs_dir=option("jobs-dir", absolute(f"{REV}/{config['plans']['jobs_dir']}")),
-        environment_type=setting("environment-type", "plans/environment_type"),
-        harbor=setting("harbor", "plans/harbor"),
+        **plan_params(),
     shell:
         "afbench job write-plan --catalog={input.catalog:q} --selection={input.selection:q} "
         "{params.agent} {params.model} {params.repository} {params.tasks_dir} "

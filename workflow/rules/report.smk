@@ -17,6 +17,7 @@ rule render_report:
     params:
         imports=lambda w, input: options("import", input.imports),
         runs=lambda w, input: options("run", input.runs),
+        ledger=lambda w, input: options("ledger", input.ledger),
         figures=lambda w, output: options("figure", output.figures),
         confidence=setting("confidence", "report/confidence"),
         settings_digest=option("settings-digest", report_settings_digest()),
@@ -24,7 +25,7 @@ rule render_report:
         "afbench job render-report --summary={input.summary:q} {params.imports} "
         "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.runs} "
         "{params.confidence} {params.settings_digest} --html={output.html:q} "
-        "--analysis={output.analysis:q} {params.figures} 2> {log:q}"
+        "--analysis={output.analysis:q} {params.figures} {params.ledger} 2> {log:q}"
 
 
 rule write_artifact_manifest:

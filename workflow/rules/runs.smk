@@ -1,10 +1,33 @@
 # Stage 5: local runs (Harbor job directories or verdict folders) from the `runs:` config.
 
 
+rule checksum_tasks:
+    """The exporter's output for a selection's tasks, as Harbor's task checksums: what an
+    imported Harbor run's tasks are certified against."""
+    input:
+        selection=lambda w: selection(w.selection),
+        checkout=DEMO_CHECKOUT,
+    output:
+        f"{REV}/tasks/checksums/{{selection}}.json",
+    log:
+        f"{LOGS}/checksum_tasks/{{selection}}.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        repository=lambda w, input: option(
+            "repository-dir", absolute(input.checkout if DEMO else CHECKOUT)
+        ),
+        tasks_dir=setting("tasks-dir", "plans/tasks_dir"),
+    shell:
+        "afbench job checksum-tasks --selection={input.selection:q} {params.repository} "
+        "{params.tasks_dir} --output={output:q} 2> {log:q}"
+
+
 rule import_run:
     input:
         selection=lambda w: selection(config["runs"][w.name]["selection"]),
         paths=lambda w: config["runs"][w.name]["paths"],
+        checksums=lambda w: task_checksums(config["runs"][w.name]["selection"]),
     output:
         **{f.split(".")[0]: f"{run_dir('{name}')}/{f}" for f in RUN_FILES},
     log:
@@ -18,9 +41,10 @@ rule import_run:
         kind=setting("kind", "runs/{name}/kind"),
         budget_usd=setting("budget-usd", "runs/{name}/budget_usd"),
         paths=lambda w, input: options("path", input.paths),
+        checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
         "afbench job import-run --selection={input.selection:q} {params.name} {params.kind} "
-        "{params.paths} {params.budget_usd} --summary={output.summary:q} "
+        "{params.paths} {params.budget_usd} {params.checksums} --summary={output.summary:q} "
         "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
 
 

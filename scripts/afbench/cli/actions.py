@@ -10,11 +10,13 @@ from ..errors import AfbenchError
 from ..fsutil import csv_output, json_output, write_outputs
 from ..records import (
     CATALOG,
+    COST_LEDGER,
     MODEL_IMPORT,
     RECEIPT,
     RUN_SUMMARY,
     SELECTION,
     SUMMARY,
+    TASK_CHECKSUMS,
     TRIAL_RECEIPT,
     VERIFIED_FILE,
     read_record,
@@ -81,9 +83,14 @@ def import_run(
     folders: list[Path],
     budget_usd: float | None,
     outputs: dict[str, Path],
+    task_checksums: Path | None = None,
 ) -> None:
-    """A local run (Harbor job folders or verdict folders) over its selection: summary,
-    outcomes and attempts, written together. No budget: the release's nominal budget."""
+    """A local run (Harbor job folders or verdict folders) over its selection: summary (with
+    each configuration's protocol-conformance certificate), outcomes and attempts, written
+    together. No budget: the release's nominal budget. `task_checksums`: the exporter's
+    output for the selection's tasks (conformance.exported_checksums), which a Harbor run's
+    task checksums are compared with."""
+    from ..conformance import certify_run
     from ..fsutil import check_name
     from ..runs import (
         ATTEMPT_COLUMNS,
@@ -101,6 +108,8 @@ def import_run(
     reader = read_harbor_job if kind == "harbor" else read_verdict_dir
     attempts = [a for folder in folders for a in reader(Path(folder))]
     summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
+    exported = read_record(task_checksums, TASK_CHECKSUMS) if task_checksums else None
+    summary = certify_run(summary, attempts, kind, exported)
     write_outputs(
         [
             csv_output(
@@ -119,8 +128,17 @@ def import_run(
 
 
 def executed_job_folders(receipts: list[Path]) -> list[Path]:
-    """The Harbor job folders that `afbench job run-trial` receipts name."""
-    return [Path(read_record(path, TRIAL_RECEIPT)["job_dir"]) for path in receipts]
+    """The Harbor job folders that `afbench job run-trial` receipts name (a trial refused at
+    the cost ceiling has none)."""
+    read = [read_record(path, TRIAL_RECEIPT) for path in receipts]
+    folders = [Path(r["job_dir"]) for r in read if not r.get("refused")]
+    if read and not folders:
+        raise AfbenchError(
+            f"every one of the {len(read)} trial(s) was refused at the cost ceiling: nothing "
+            "ran, so there is nothing to import (the cost ledger says why)",
+            field="--receipt",
+        )
+    return folders
 
 
 def render_report(
@@ -134,9 +152,11 @@ def render_report(
     html: Path,
     analysis_path: Path,
     figure_paths: dict[str, Path] | None,
+    ledger_path: Path | None = None,
 ) -> None:
     """The analysis, its figures and the HTML report, written together. `figure_paths` None:
-    each figure in figures/<name>.svg beside the HTML."""
+    each figure in figures/<name>.svg beside the HTML. `ledger_path`: the executed trials'
+    cost ledger, shown beside its ceiling."""
     from ..analysis import analyse, check_current, compactor
     from ..figures import make_figures
     from ..records import tool_versions
@@ -150,6 +170,8 @@ def render_report(
     check_current((str(summary_path), summary), imports, catalog, receipt)
     runs = [read_record(path, RUN_SUMMARY) for path in run_paths]
     analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, confidence)
+    if ledger_path is not None:
+        analysis["cost_ledger"] = read_record(ledger_path, COST_LEDGER)
     used = {imp["file"] for _, imp in imports} | set(catalog["inputs"])
     provenance = {
         "files": [f for f in receipt["files"] if f["path"] in used],

@@ -334,34 +334,12 @@ def select_tasks(args):
 
 # --- stage 3: plans -------------------------------------------------------------------------
 def _write_plan_args(p):
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--agent", required=True, type=types.name)
-    p.add_argument("--model", type=types.model, help="provider/model (agents that call one)")
-    p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--tasks-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--jobs-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--environment-type", required=True, type=types.environment_type)
-    p.add_argument("--harbor", required=True, type=types.nonempty, metavar="EXECUTABLE")
+    _plan_fields(p)
     _output(p)
 
 
 def write_plan(args):
-    from ..plan import build_plan
-    from ..records import CATALOG, SELECTION, read_record
-
-    plan = build_plan(
-        read_record(args.catalog, CATALOG),
-        read_record(args.selection, SELECTION),
-        args.agent,
-        args.model,
-        args.repository_dir,
-        args.tasks_dir,
-        args.jobs_dir,
-        args.environment_type,
-        args.harbor,
-    )
-    _write_json(args.output, plan)
+    _write_json(args.output, _built_plan(args))
 
 
 # --- stage 4: official results --------------------------------------------------------------
@@ -489,25 +467,45 @@ def _import_run_args(p):
         help="a Harbor job folder or a verdict folder (repeatable)",
     )
     p.add_argument("--budget-usd", required=True, type=types.number(0, above=True))
+    _task_checksums(p)
     _run_outputs(p)
+
+
+def _task_checksums(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--task-checksums",
+        type=Path,
+        metavar="FILE",
+        help="the exporter's output for the selection (checksum-tasks): without it no run is "
+        "certified conformant",
+    )
 
 
 def import_run_job(args):
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
-    import_run(args.selection, args.name, args.kind, args.path, args.budget_usd, outputs)
+    import_run(
+        args.selection,
+        args.name,
+        args.kind,
+        args.path,
+        args.budget_usd,
+        outputs,
+        args.task_checksums,
+    )
 
 
 def _import_executed_args(p):
     p.add_argument("--selection", required=True, **FILE)
     p.add_argument("--name", required=True, type=types.name)
     p.add_argument("--receipt", required=True, help="a trial receipt (repeatable)", **FILES)
+    _task_checksums(p)
     _run_outputs(p)
 
 
 def import_executed(args):
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
     folders = executed_job_folders(args.receipt)
-    import_run(args.selection, args.name, "harbor", folders, None, outputs)
+    import_run(args.selection, args.name, "harbor", folders, None, outputs, args.task_checksums)
 
 
 # --- the run planner (opt-in) --------------------------------------------------------------
@@ -548,6 +546,7 @@ def _render_report_args(p):
     p.add_argument("--html", required=True, **FILE)
     p.add_argument("--analysis", required=True, **FILE)
     p.add_argument("--figure", required=True, help="a figure; its stem names it", **FILES)
+    p.add_argument("--ledger", help="the executed trials' cost ledger", **FILE)
 
 
 def render_report_job(args):
@@ -562,6 +561,7 @@ def render_report_job(args):
         args.html,
         args.analysis,
         {path.stem: path for path in args.figure},
+        args.ledger,
     )
 
 
@@ -581,8 +581,39 @@ def write_artifact_manifest(args):
 
 
 # --- stage 7 (opt-in): trials ---------------------------------------------------------------
+def _plan_fields(p: argparse.ArgumentParser) -> None:
+    """What write-plan builds a plan from: run-trial rebuilds the plan from the same."""
+    p.add_argument("--catalog", required=True, **FILE)
+    p.add_argument("--selection", required=True, **FILE)
+    p.add_argument("--agent", required=True, type=types.agent)
+    p.add_argument("--model", type=types.model, help="provider/model (agents that call one)")
+    p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
+    p.add_argument("--tasks-dir", required=True, type=types.nonempty, metavar="DIR")
+    p.add_argument("--jobs-dir", required=True, type=types.nonempty, metavar="DIR")
+    p.add_argument("--environment-type", required=True, type=types.environment_type)
+    p.add_argument("--harbor", required=True, type=types.nonempty, metavar="EXECUTABLE")
+
+
+def _built_plan(args: argparse.Namespace) -> dict:
+    from ..plan import build_plan
+    from ..records import CATALOG, SELECTION, read_record
+
+    return build_plan(
+        read_record(args.catalog, CATALOG),
+        read_record(args.selection, SELECTION),
+        args.agent,
+        args.model,
+        args.repository_dir,
+        args.tasks_dir,
+        args.jobs_dir,
+        args.environment_type,
+        args.harbor,
+    )
+
+
 def _run_trial_args(p):
     p.add_argument("--plan", required=True, **FILE)
+    _plan_fields(p)
     p.add_argument("--task", required=True, type=types.name, metavar="ID")
     p.add_argument("--attempt", required=True, type=types.whole(1), metavar="N")
     p.add_argument(
@@ -594,27 +625,85 @@ def _run_trial_args(p):
         help="extra environment for the steps (repeatable)",
     )
     p.add_argument(
+        "--pass-env",
+        action="append",
+        default=[],
+        type=types.variable,
+        metavar="NAME",
+        help="a variable of this job's environment the steps get too (repeatable)",
+    )
+    p.add_argument(
         "--allow-model-agent",
         required=True,
         type=types.boolean,
         help="true lets an agent other than nop/oracle run (it spends money)",
     )
+    p.add_argument(
+        "--max-cost-usd",
+        required=True,
+        type=types.optional(types.number(0, above=True)),
+        metavar="USD|",
+        help="the run's ceiling (empty: none; an agent that may call a model needs one)",
+    )
+    p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
     p.add_argument("--output", required=True, help="the trial receipt", **FILE)
 
 
 def run_trial(args):
-    from ..execute import check_allowed, run_steps, trial_receipt, trial_steps
+    from ..execute import check_money, check_plan, execute_trial, run_agent, trial_steps
     from ..fsutil import sha256_file
     from ..records import PLAN, read_record
     from ..runs import read_harbor_job
 
     plan = read_record(args.plan, PLAN)
-    check_allowed(plan, args.allow_model_agent)
-    steps = trial_steps(plan, args.task, args.attempt)
-    run_steps(steps, dict(args.env))
-    attempts = read_harbor_job(Path(steps["job_dir"]))
-    receipt = trial_receipt(plan, sha256_file(args.plan), args.task, args.attempt, steps, attempts)
+    check_plan(plan, _built_plan(args), str(args.plan))
+    agent, model = run_agent(trial_steps(plan, args.task, args.attempt)["run"]["argv"])
+    check_money(agent, model, args.allow_model_agent, args.max_cost_usd)
+    receipt = execute_trial(
+        plan,
+        sha256_file(args.plan),
+        args.task,
+        args.attempt,
+        extra_env=dict(args.env),
+        pass_env=args.pass_env,
+        ceiling_usd=args.max_cost_usd,
+        ledger_path=args.ledger,
+        read_job=read_harbor_job,
+    )
     _write_json(args.output, receipt)
+
+
+def _checksum_tasks_args(p):
+    p.add_argument("--selection", required=True, **FILE)
+    p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
+    p.add_argument("--tasks-dir", required=True, type=types.nonempty, metavar="DIR")
+    _output(p)
+
+
+def checksum_tasks(args):
+    from ..conformance import exported_checksums
+    from ..records import SELECTION, read_record
+
+    selection = read_record(args.selection, SELECTION)
+    _write_json(args.output, exported_checksums(selection, args.repository_dir, args.tasks_dir))
+
+
+def _write_cost_ledger_args(p):
+    p.add_argument("--receipt", required=True, help="a trial receipt (repeatable)", **FILES)
+    p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
+    p.add_argument(
+        "--max-cost-usd",
+        required=True,
+        type=types.optional(types.number(0, above=True)),
+        metavar="USD|",
+    )
+    _output(p)
+
+
+def write_cost_ledger(args):
+    from ..ledger import build_ledger
+
+    _write_json(args.output, build_ledger(args.ledger, args.receipt, args.max_cost_usd))
 
 
 JOBS: dict[str, Job] = {
@@ -684,5 +773,15 @@ JOBS: dict[str, Job] = {
     ),
     "run-trial": Job(
         "one planned trial: export, check, harbor run; its receipt", _run_trial_args, run_trial
+    ),
+    "checksum-tasks": Job(
+        "the exporter's output for a selection's tasks, as Harbor's task checksums",
+        _checksum_tasks_args,
+        checksum_tasks,
+    ),
+    "write-cost-ledger": Job(
+        "the cost ledger of the executed trials, from the live ledger",
+        _write_cost_ledger_args,
+        write_cost_ledger,
     ),
 }

@@ -263,7 +263,12 @@ def _plan_args(p):
         help="absolute path of an upstream checkout at the pinned revision",
     )
     _selection_flags(p)
-    p.add_argument("--agent", default="nop", type=types.name, help="Harbor agent (default nop)")
+    p.add_argument(
+        "--agent",
+        default="nop",
+        type=types.agent,
+        help="Harbor agent (default nop) or module.path:ClassName",
+    )
     p.add_argument(
         "--model", type=types.model, help="provider/model, required for agents other than nop"
     )
@@ -423,6 +428,14 @@ def _import_run_args(p):
         help="the budget audit's budget (default: the release's nominal budget)",
     )
     p.add_argument(
+        "--task-checksums",
+        type=Path,
+        metavar="FILE",
+        help="the exporter's output for the selection (`afbench job checksum-tasks`), which "
+        "the trials' task checksums are compared with; without it no run is certified "
+        "conformant",
+    )
+    p.add_argument(
         "--output-dir",
         required=True,
         type=Path,
@@ -433,7 +446,15 @@ def _import_run_args(p):
 
 def import_run_command(args):
     outputs = {key: args.output_dir / name for key, name in RUN_FILES.items()}
-    import_run(args.selection, args.name, args.kind, args.path, args.budget_usd, outputs)
+    import_run(
+        args.selection,
+        args.name,
+        args.kind,
+        args.path,
+        args.budget_usd,
+        outputs,
+        args.task_checksums,
+    )
 
 
 def _report_args(p):

@@ -82,6 +82,37 @@ def name(value: str) -> str:
         ) from None
 
 
+def agent(value: str) -> str:
+    """A Harbor agent's name, or a custom agent's module.path:ClassName (`-a` takes both)."""
+    from ..harbor import is_import_path
+
+    if is_import_path(value):
+        return value
+    try:
+        return name(value)
+    except argparse.ArgumentTypeError:
+        raise _refuse("a Harbor agent name or module.path:ClassName", value) from None
+
+
+VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def variable(value: str) -> str:
+    """An environment variable's name."""
+    if len(value) > 200 or not VARIABLE.fullmatch(value):
+        raise _refuse("an environment variable's name (letters, digits, _)", value)
+    return value
+
+
+def optional(convert: Callable[[str], object]):
+    """`convert`'s value, or None when empty (a null setting)."""
+
+    def wrapped(value: str) -> object:
+        return None if value == "" else convert(value)
+
+    return _named(getattr(convert, "__name__", "value"), wrapped)
+
+
 def number(minimum: float = 0, *, above: bool = False, below: float | None = None):
     """A finite decimal number >= minimum (> with `above`; < `below` if given)."""
     bound = f"> {minimum:g}" if above else f">= {minimum:g}"
