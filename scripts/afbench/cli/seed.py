@@ -33,7 +33,7 @@ def _config_flag(p: argparse.ArgumentParser) -> None:
         "--config",
         action="append",
         default=[],
-        type=Path,
+        type=types.input_path,
         metavar="FILE",
         help="config YAML (repeatable; later files merge over earlier; default: the packaged "
         "official config)",
@@ -193,7 +193,7 @@ def _fetch_args(p):
     p.add_argument(
         RELEASE,
         required=True,
-        type=Path,
+        type=types.output_dir("receipt.json"),
         metavar="DIR",
         help="fetch MANIFEST, SOURCES (and models) into DIR and write DIR/receipt.json",
     )
@@ -225,8 +225,10 @@ def fetch(args):
 
 def _tasks_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
-    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
+    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
     _selection_flags(p)
 
 
@@ -238,7 +240,9 @@ def tasks(args):
 
 def _plan_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
     p.add_argument(
         "--repository-dir",
         required=True,
@@ -251,7 +255,7 @@ def _plan_args(p):
     p.add_argument(
         "--model", type=types.model, help="provider/model, required for agents other than nop"
     )
-    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
 
 def plan(args):
@@ -280,7 +284,9 @@ def plan(args):
 
 def _import_results_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
     _model_flags(p, required=True)
     p.add_argument(
         "--source-condition",
@@ -300,7 +306,7 @@ def _import_results_args(p):
         action="store_true",
         help="refuse the comparison if any reported cost exceeds the budget",
     )
-    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
 
 def import_results(args):
@@ -334,9 +340,11 @@ def import_results(args):
 
 
 def _verdict_args(p):
-    p.add_argument("--path", required=True, type=Path, help="the verdict JSON file")
+    p.add_argument("--path", required=True, type=types.input_path, help="the verdict JSON file")
     p.add_argument("--task", required=True, type=types.name, help="the task the verdict is for")
-    p.add_argument("--output", type=Path, help="write the import here (default: standard output)")
+    p.add_argument(
+        "--output", type=types.output_path, help="write the import here (default: standard output)"
+    )
 
 
 def verdict(args):
@@ -359,8 +367,12 @@ def verdict(args):
 # --- the other user commands ------------------------------------------------------------------
 def _verify_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
-    p.add_argument("--output", type=Path, metavar="FILE", help="default: DIR/receipt.json")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
+    p.add_argument(
+        "--output", type=types.output_path, metavar="FILE", help="default: DIR/receipt.json"
+    )
 
 
 def verify(args):
@@ -377,14 +389,14 @@ def verify(args):
 
 
 def _import_run_args(p):
-    p.add_argument("--selection", required=True, type=Path, metavar="FILE")
+    p.add_argument("--selection", required=True, type=types.input_path, metavar="FILE")
     p.add_argument("--name", required=True, type=types.name, help="the run's name")
     p.add_argument("--kind", required=True, choices=["harbor", "verdicts"])
     p.add_argument(
         "--path",
         required=True,
         action="append",
-        type=Path,
+        type=types.input_tree,
         metavar="DIR",
         help="a Harbor job folder or a verdict folder (repeatable)",
     )
@@ -396,7 +408,7 @@ def _import_run_args(p):
     p.add_argument(
         "--output-dir",
         required=True,
-        type=Path,
+        type=types.output_dir(*RUN_FILES.values()),
         metavar="DIR",
         help="writes summary.json, outcomes.csv and attempts.csv there",
     )
@@ -408,20 +420,30 @@ def import_run_command(args):
 
 
 def _report_args(p):
-    p.add_argument("--summary", required=True, type=Path, metavar="FILE")
+    p.add_argument("--summary", required=True, type=types.input_path, metavar="FILE")
     p.add_argument(
-        "--import", dest="imports", action="append", required=True, type=Path, metavar="FILE"
+        "--import",
+        dest="imports",
+        action="append",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
     )
-    p.add_argument("--catalog", required=True, type=Path, metavar="FILE")
-    p.add_argument("--receipt", required=True, type=Path, metavar="FILE")
+    p.add_argument("--catalog", required=True, type=types.input_path, metavar="FILE")
+    p.add_argument("--receipt", required=True, type=types.input_path, metavar="FILE")
     p.add_argument(
-        "--run", action="append", default=[], type=Path, metavar="FILE", help="repeatable"
+        "--run",
+        action="append",
+        default=[],
+        type=types.input_path,
+        metavar="FILE",
+        help="repeatable",
     )
     p.add_argument("--confidence", default=0.95, type=types.confidence)
     p.add_argument(
         "--output-dir",
         required=True,
-        type=Path,
+        type=types.output_dir(*REPORT_FILES.values()),
         metavar="DIR",
         help="writes index.html, analysis.json and figures/*.svg there",
     )
@@ -447,7 +469,7 @@ def _export_args(p):
     p.add_argument(
         "--root",
         required=True,
-        type=Path,
+        type=types.input_tree,
         metavar="DIR",
         help="an artifact directory (results/<revision>); artifacts are found by their kind",
     )
@@ -460,7 +482,7 @@ def _export_args(p):
     p.add_argument(
         "--output-dir",
         required=True,
-        type=Path,
+        type=types.output_dir(),
         metavar="OUT",
         help="writes OUT/<table>.csv or .parquet",
     )
@@ -481,11 +503,13 @@ def export(args):
 
 def _discover_args(p):
     _config_flag(p)
-    p.add_argument("--checkout", required=True, type=Path, help="a git checkout of upstream")
+    p.add_argument(
+        "--checkout", required=True, type=types.input_path, help="a git checkout of upstream"
+    )
     p.add_argument(
         "--output-dir",
-        default=Path("."),
-        type=Path,
+        default=".",
+        type=types.output_dir("discovery.json", "discovered.yaml"),
         metavar="DIR",
         help="writes discovery.json and discovered.yaml there (default: .)",
     )
@@ -499,7 +523,7 @@ def discover(args):
 
 
 def _demo_generate_args(p):
-    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--out", required=True, type=types.output_dir(), help="output folder")
 
 
 def demo_generate(args):
@@ -511,11 +535,11 @@ def demo_generate(args):
 def _demo_repo_args(p):
     p.add_argument(
         "--release-files",
-        default=Path("resources/demo-release"),
-        type=Path,
+        default="resources/demo-release",
+        type=types.input_path,
         help="the demo release files to commit (default: resources/demo-release)",
     )
-    p.add_argument("--out", required=True, type=Path, help="the repository's folder")
+    p.add_argument("--out", required=True, type=types.output_dir(), help="the repository's folder")
 
 
 def demo_repo(args):
