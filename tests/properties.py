@@ -877,9 +877,7 @@ def _alias(case: Path, target: Path, how: str) -> tuple[Path, Path | None]:
         return case / "folder" / target.name, None
     if how == "dotted path":
         return target.parent / "." / ".." / target.parent.name / target.name, None
-    link = case / "link-to-output"  # the input given through a link; the output its target
-    link.symlink_to(target)
-    return target, link
+    return target, case / "link-to-input"  # the input given through a link (made by the caller)
 
 
 def check_output_is_input(command: str, output_index: int, input_index: int, how: str) -> str:
@@ -897,10 +895,21 @@ def check_output_is_input(command: str, output_index: int, input_index: int, how
         outputs[name] = case / "OUTPUT-PLACEHOLDER"
         argv = [str(a) for a in build(outputs)]
         if via is not None:
-            if not any(a == str(target) or a.endswith(f"={target}") for a in argv):
-                return "skipped"  # only an input named on the command line has a path to link
+            # the input (or the folder it is read from) given through a symbolic link
+            named = next(
+                (
+                    p
+                    for p in (target, *target.parents)
+                    for a in argv
+                    if a in (str(p), f"={p}") or a.endswith(f"={p}")
+                ),
+                None,
+            )
+            if named is None:
+                return "skipped"
+            via.symlink_to(named)
             argv = [
-                str(via) if a == str(target) else a.replace(f"={target}", f"={via}") for a in argv
+                str(via) if a == str(named) else a.replace(f"={named}", f"={via}") for a in argv
             ]
         argv = [a.replace(str(outputs[name]), str(output)) for a in argv]
         outputs[name] = output
@@ -1005,18 +1014,19 @@ def _state(path: Path) -> tuple:
     return (info.st_mode, info.st_ino, info.st_rdev, content)
 
 
-def check_special_output(command: str, output_index: int, kind: str) -> str:
+def check_special_output(command: str, output_index: int, kind: str, name: str = "") -> str:
     """An output that is not a regular file afbench may replace (FIFO, folder, socket, link,
     device, read-only file) is refused, naming it, and left as it was."""
     if kind in ("character device", "/dev/null") and os.geteuid() != 0:
         return "skipped"  # only root can make (or could replace) a device node
     tree = write_tree()
     build, names, _ = tree.commands()[command]
-    name = names[output_index % len(names)]
+    flag = names[output_index % len(names)]
     with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
         case = Path(tmp)
         outputs = {n: case / f"{n}.out" for n in names}
-        outputs[name] = _special(case, case / f"{name}.out", kind)
+        outputs[flag] = _special(case, case / f"{name}{flag}.out", kind)
+        name = flag
         before = _state(outputs[name])
         precious = (case / "precious").read_bytes() if kind == "symlink to a file" else None
         code, err = cli(*build(outputs))
@@ -1055,7 +1065,9 @@ def _reference(command: str) -> dict[str, bytes]:
     return _REFERENCE[command]
 
 
-def check_interrupted_writes(command: str, phase: str, step: int, signame: str) -> str:
+def check_interrupted_writes(
+    command: str, phase: str, step: int, signame: str, name: str = "", old_bytes: bytes = b""
+) -> str:
     """A signal while a command writes its outputs (after `step` of them were staged, or
     renamed into place) leaves every earlier output or every new one, never some of each;
     the command ends with 128 + the signal's number and says truly whether anything was
@@ -1086,8 +1098,8 @@ def check_interrupted_writes(command: str, phase: str, step: int, signame: str) 
 
     with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
         case = Path(tmp)
-        outputs = {n: case / f"{n}.out" for n in names}
-        old = {n: f"old {n}\n".encode() for n in names}
+        outputs = {n: case / f"{name}{n}.out" for n in names}
+        old = {n: f"old {n}\n".encode() + old_bytes for n in names}
         for n in names:
             outputs[n].write_bytes(old[n])
         fsutil._stage, os.replace = stage, replace
@@ -1360,3 +1372,7 @@ def check_json_number(which: str, place: int, number: object) -> str:
             return "refused"
         assert not (isinstance(number, int) and abs(number) > 1.8e308), "a huge integer read"
         return "read"
+
+
+# an output's name: any a POSIX folder can hold (bytes that are not UTF-8, control characters)
+output_names = file_names.filter(lambda n: len(n) < 100)
