@@ -856,7 +856,12 @@ _TREES: dict[str, WriteTree] = {}
 def write_tree() -> WriteTree:
     """The base tree of this process (built on first use, in a temporary folder)."""
     if "tree" not in _TREES:
-        _TREES["tree"] = WriteTree(Path(tempfile.mkdtemp(prefix="afbench-write-")) / "base")
+        import atexit
+        import shutil as _shutil
+
+        folder = tempfile.mkdtemp(prefix="afbench-write-")
+        atexit.register(_shutil.rmtree, folder, ignore_errors=True)
+        _TREES["tree"] = WriteTree(Path(folder) / "base")
     return _TREES["tree"]
 
 
