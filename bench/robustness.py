@@ -1,7 +1,9 @@
-"""The robustness properties of tests/test_robustness.py and tests/test_hostile.py, run far
-longer. Prints how many cases each reader was given and how they ended: the same as the clean
-file, one of our own errors, a valid change; and the three that must stay zero: crashes, hangs
-(a case over CASE_LIMIT_S seconds is stopped by an alarm and counted) and silent acceptances.
+"""The robustness properties of tests/test_robustness.py, tests/test_hostile.py and
+tests/test_writing.py, run far longer. Prints how many cases each reader (or writer) was given
+and how they ended: the same as the clean file, one of our own errors, a valid change; and the
+four that must stay zero: crashes, hangs (a case over CASE_LIMIT_S seconds is stopped by an
+alarm and counted), silent acceptances and lost inputs (an input, or a file that was not
+afbench's to replace, changed; or outputs of two runs left side by side).
 
 Usage: python bench/robustness.py [EXAMPLES_PER_PROPERTY [SUITE_NAME_PART]]   (default 5000)"""
 
@@ -50,6 +52,9 @@ def run(name: str, strategy, check, examples: int) -> Counter:
         except Hang:
             tally["HANG"] += 1
             raise AssertionError(f"case ran past {CASE_LIMIT_S} s") from None
+        except prop.Lost:
+            tally["LOST INPUT"] += 1
+            raise
         except AssertionError:
             tally["SILENT ACCEPTANCE"] += 1
             raise
@@ -86,6 +91,7 @@ def main() -> None:
         ["models", "demo-model-a", "path"],
         ["report", "confidence"],
     ]
+    write_commands = prop.write_tree().commands()
     harmless = st.tuples(
         st.integers(0, 2),
         st.integers(0, 10_000),
@@ -137,34 +143,94 @@ def main() -> None:
             st.tuples(st.integers(0, 20), prop.hostile_texts),
             prop.check_verdict_writable,
         ),
+        "CSV cells, hostile text": (
+            st.tuples(st.lists(prop.csv_texts, min_size=1, max_size=4)),
+            prop.check_csv_text,
+        ),
+        "JSON numbers (verdicts, Harbor files)": (
+            st.tuples(st.sampled_from(prop.NUMBER_DOCS), st.integers(0, 500), prop.huge_numbers),
+            prop.check_json_number,
+        ),
+        "outputs equal to inputs": (
+            st.one_of(
+                st.tuples(
+                    st.just("input"),
+                    st.sampled_from(sorted(write_commands)),
+                    st.integers(0, 10),
+                    st.integers(0, 100),
+                    st.sampled_from(prop.ALIASES),
+                ),
+                st.tuples(
+                    st.just("outputs"),
+                    st.sampled_from(sorted(c for c, v in write_commands.items() if len(v[1]) > 1)),
+                    st.integers(0, 10),
+                    st.integers(0, 10),
+                    st.sampled_from(["same path", "dotted path", "through a linked folder"]),
+                ),
+            ),
+            lambda which, *case: (
+                prop.check_output_is_input(*case)
+                if which == "input"
+                else prop.check_two_outputs_one_path(*case)
+            ),
+        ),
+        "special files as outputs": (
+            st.tuples(
+                st.sampled_from(sorted(write_commands)),
+                st.integers(0, 10),
+                st.sampled_from(prop.SPECIAL_KINDS),
+                prop.output_names,
+            ),
+            prop.check_special_output,
+        ),
+        "interruption between outputs": (
+            st.tuples(
+                st.sampled_from(sorted(write_commands)),
+                st.sampled_from(["stage", "rename"]),
+                st.integers(0, 10),
+                st.sampled_from(prop.STOP_SIGNALS),
+                prop.output_names,
+                st.binary(max_size=64),
+            ),
+            prop.check_interrupted_writes,
+        ),
+        "hostile environments": (
+            st.tuples(prop.hostile_environments),
+            prop.check_hostile_environment,
+        ),
     }
-    total_crashes = total_hangs = total_silent = 0
+    total_crashes = total_hangs = total_silent = total_lost = total_cases = 0
     began = time.perf_counter()
     print(
-        f"{'reader':36} {'cases':>7} {'crashes':>8} {'hangs':>6} {'silent':>7} {'slowest':>8}"
-        "  outcomes"
+        f"{'reader':36} {'cases':>7} {'crashes':>8} {'hangs':>6} {'silent':>7} {'lost':>5} "
+        f"{'slowest':>8}  outcomes"
     )
     for name, (strategy, check) in suites.items():
         if only not in name:
             continue
         tally = run(name, strategy, check, examples)
         crashes, silent = tally.pop("CRASH", 0), tally.pop("SILENT ACCEPTANCE", 0)
-        hangs = tally.pop("HANG", 0)
+        hangs, lost = tally.pop("HANG", 0), tally.pop("LOST INPUT", 0)
         seconds, slowest = tally.pop("seconds"), tally.pop("slowest")
-        cases = sum(tally.values()) + crashes + silent + hangs
+        cases = sum(tally.values()) + crashes + silent + hangs + lost
         total_crashes += crashes
         total_hangs += hangs
         total_silent += silent
+        total_lost += lost
+        total_cases += cases
         outcomes = ", ".join(f"{k} {v}" for k, v in sorted(tally.items()))
         print(
-            f"{name:36} {cases:7d} {crashes:8d} {hangs:6d} {silent:7d} {slowest:7.2f}s"
-            f"  {outcomes} ({seconds} s)"
+            f"{name:36} {cases:7d} {crashes:8d} {hangs:6d} {silent:7d} {lost:5d} {slowest:7.2f}s"
+            f"  {outcomes} ({seconds} s)",
+            flush=True,
         )
+    peak = int(Path("/proc/self/status").read_text().split("VmHWM:")[1].split()[0]) / 1024
     print(
-        f"total crashes {total_crashes}, hangs {total_hangs} (limit {CASE_LIMIT_S} s a case), "
-        f"silent acceptances {total_silent}; {time.perf_counter() - began:.0f} s in all"
+        f"{total_cases} cases: total crashes {total_crashes}, hangs {total_hangs} (limit "
+        f"{CASE_LIMIT_S} s a case), silent acceptances {total_silent}, lost inputs "
+        f"{total_lost}; {time.perf_counter() - began:.0f} s in all, {peak:.0f} MiB peak"
     )
-    sys.exit(1 if total_crashes or total_silent or total_hangs else 0)
+    sys.exit(1 if total_crashes or total_silent or total_hangs or total_lost else 0)
 
 
 if __name__ == "__main__":

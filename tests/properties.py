@@ -672,3 +672,712 @@ def check_verdict_writable(path_index: int, value: object) -> str:
         doc = replace_at(VERDICT, VERDICT_PATHS[path_index % len(VERDICT_PATHS)], value)
         json_bytes(parse_verdict(json.dumps(doc).encode(), "V", "t1"))
     return outcome
+
+
+# Hostile output, round three (issue 20) ----------------------------------------------------------
+# What afbench writes: an output never replaces an input (the same path, a hard link, a symbolic
+# link to it, a path through a linked folder) nor anything but a regular file it may replace; a
+# command's outputs are one unit, whatever signal arrives between two of them; the environment
+# (matplotlib's settings, git's variables, time zone, umask) changes no byte written. The base
+# tree is built once per process through the command line and only ever read by the cases.
+
+
+class Lost(Exception):
+    """An input, or a file that was not afbench's to replace, was changed: never allowed."""
+
+
+def cli(*argv: object) -> tuple[int, str]:
+    """`afbench ARGV` in this process: its exit status and what it wrote on standard error."""
+    import contextlib as _contextlib
+
+    from afbench.cli import main
+
+    err = io.StringIO()
+    with _contextlib.redirect_stderr(err), _contextlib.redirect_stdout(io.StringIO()):
+        code = main([str(a) for a in argv])
+    return code, err.getvalue()
+
+
+def _digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+DEMO_RELEASE = REPO / "resources" / "demo-release"
+RESULT_COLUMNS = [f"--column={field}={field}" for field in RESULTS_MAP]
+
+
+class WriteTree:
+    """A fetched demo release, its catalog and a selection, two model imports and their
+    comparison, and a folder with one verdict, in `root`: what the write-side cases read."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root = Path(root)
+        config = copy.deepcopy(DEMO_CONFIG)
+        config["source"] = {"kind": "dir", "mirror": str(DEMO_RELEASE)}
+        config["results_dir"] = str(root / "results")
+        self.config = root / "config.yaml"
+        root.mkdir(parents=True, exist_ok=True)
+        self.config.write_text(yaml.safe_dump(config))
+        self.release = root / "release"
+        self.catalog = root / "catalog.json"
+        self.selection = root / "selection.json"
+        self.imports = [root / "demo-model-a.json", root / "demo-model-b.json"]
+        self.summary, self.board = root / "summary.json", root / "leaderboard.csv"
+        self.verdicts = root / "verdicts"
+        self.verdict = self.verdicts / "v.json"
+        steps = [
+            ["fetch", "--config", self.config, "--release-dir", self.release, "--all-models"],
+            [
+                "tasks",
+                "--config",
+                self.config,
+                "--release-dir",
+                self.release,
+                "--output",
+                self.catalog,
+            ],
+            [
+                "job",
+                "select-tasks",
+                f"--catalog={self.catalog}",
+                "--name=s",
+                "--limit=3",
+                f"--output={self.selection}",
+            ],
+        ]
+        for path in self.imports:
+            slug = path.stem
+            steps.append(
+                [
+                    "job",
+                    "import-model",
+                    f"--catalog={self.catalog}",
+                    f"--verified={self.release / 'receipt.json'}",
+                    f"--results={self.release / 'results' / (slug + '.csv')}",
+                    f"--model={slug}",
+                    f"--display-name={slug}",
+                    "--pinned-condition=source-present",
+                    "--source-condition=source-present",
+                    *RESULT_COLUMNS,
+                    f"--output={path}",
+                ]
+            )
+        steps.append(self.compare(self.summary, self.board))
+        for step in steps:
+            code, err = cli(*step)
+            if code != 0:
+                raise RuntimeError(f"building the write tree: {step[:2]}: {err}")
+        self.task = json.loads(self.selection.read_text())["task_ids"][0]
+        self.verdicts.mkdir(exist_ok=True)
+        self.verdict.write_text(json.dumps(dict(VERDICT, task_id=self.task)))
+        self.release_files = sorted(p for p in self.release.rglob("*") if p.is_file())
+
+    def compare(self, summary: Path, board: Path) -> list:
+        return [
+            "job",
+            "compare-models",
+            *[f"--import={p}" for p in self.imports],
+            "--strict-budget=false",
+            f"--summary={summary}",
+            f"--leaderboard={board}",
+        ]
+
+    def commands(self) -> dict[str, tuple]:
+        """name -> (argv from its outputs, output names, every file it reads)."""
+        release = [*self.release_files]
+        return {
+            "verdict": (
+                lambda o: [
+                    "verdict",
+                    "--path",
+                    self.verdict,
+                    "--task",
+                    self.task,
+                    "--output",
+                    o["output"],
+                ],
+                ["output"],
+                [self.verdict],
+            ),
+            "select-tasks": (
+                lambda o: [
+                    "job",
+                    "select-tasks",
+                    f"--catalog={self.catalog}",
+                    "--name=t",
+                    "--limit=2",
+                    f"--output={o['output']}",
+                ],
+                ["output"],
+                [self.catalog],
+            ),
+            "compare-models": (
+                lambda o: self.compare(o["summary"], o["leaderboard"]),
+                ["summary", "leaderboard"],
+                [*self.imports],
+            ),
+            "import-run": (
+                lambda o: [
+                    "job",
+                    "import-run",
+                    f"--selection={self.selection}",
+                    "--name=r",
+                    "--kind=verdicts",
+                    f"--path={self.verdicts}",
+                    "--budget-usd=200",
+                    f"--summary={o['summary']}",
+                    f"--outcomes={o['outcomes']}",
+                    f"--attempts={o['attempts']}",
+                ],
+                ["summary", "outcomes", "attempts"],
+                [self.selection, self.verdict],
+            ),
+            "tasks": (
+                lambda o: [
+                    "tasks",
+                    "--config",
+                    self.config,
+                    "--release-dir",
+                    self.release,
+                    "--output",
+                    o["output"],
+                ],
+                ["output"],
+                [self.config, *release],
+            ),
+        }
+
+
+_TREES: dict[str, WriteTree] = {}
+
+
+def write_tree() -> WriteTree:
+    """The base tree of this process (built on first use, in a temporary folder)."""
+    if "tree" not in _TREES:
+        import atexit
+        import shutil as _shutil
+
+        folder = tempfile.mkdtemp(prefix="afbench-write-")
+        atexit.register(_shutil.rmtree, folder, ignore_errors=True)
+        _TREES["tree"] = WriteTree(Path(folder) / "base")
+    return _TREES["tree"]
+
+
+ALIASES = ["same path", "hard link", "through a linked folder", "dotted path", "input via link"]
+
+
+def _alias(case: Path, target: Path, how: str) -> tuple[Path, Path | None]:
+    """An output path that is the file `target` (and, for "input via link", the input path
+    to give instead of `target`)."""
+    if how == "same path":
+        return target, None
+    if how == "hard link":
+        link = case / "hard"
+        os.link(target, link)
+        return link, None
+    if how == "through a linked folder":
+        (case / "folder").symlink_to(target.parent)
+        return case / "folder" / target.name, None
+    if how == "dotted path":
+        return target.parent / "." / ".." / target.parent.name / target.name, None
+    return target, case / "link-to-input"  # the input given through a link (made by the caller)
+
+
+def check_output_is_input(command: str, output_index: int, input_index: int, how: str) -> str:
+    """An output that is one of the command's inputs (any of the files it reads) is refused,
+    naming both paths, and the input is left byte for byte as it was."""
+    tree = write_tree()
+    build, names, inputs = tree.commands()[command]
+    name = names[output_index % len(names)]
+    target = inputs[input_index % len(inputs)]
+    before = {p: _digest(p) for p in inputs}
+    with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
+        case = Path(tmp)
+        outputs = {n: case / f"{n}.out" for n in names}
+        output, via = _alias(case, target, how)
+        outputs[name] = case / "OUTPUT-PLACEHOLDER"
+        argv = [str(a) for a in build(outputs)]
+        if via is not None:
+            # the input (or the folder it is read from) given through a symbolic link
+            named = next(
+                (
+                    p
+                    for p in (target, *target.parents)
+                    for a in argv
+                    if a in (str(p), f"={p}") or a.endswith(f"={p}")
+                ),
+                None,
+            )
+            if named is None:
+                return "skipped"
+            via.symlink_to(named)
+            argv = [
+                str(via) if a == str(named) else a.replace(f"={named}", f"={via}") for a in argv
+            ]
+        argv = [a.replace(str(outputs[name]), str(output)) for a in argv]
+        outputs[name] = output
+        code, err = cli(*argv)
+        after = {p: _digest(p) for p in inputs}
+        if after != before:
+            raise Lost(f"{command}: {how}: an input changed: {err}")
+        assert code == 2, f"{command} wrote over its input {target} ({how}): {err}"
+        assert err.startswith("afbench: error: ") and err.count("\n") == 1, err
+        assert "Traceback" not in err
+        assert any(
+            why in err
+            for why in (
+                "same file as the input",
+                "symbolic link",
+                "inside the input folder",
+                "read-only file",
+            )
+        ), err
+        assert printable(str(outputs[name])) in err or printable(str(target)) in err, err
+        assert not [p for p in target.parent.iterdir() if p.name.endswith(".part")]
+    return "refused"
+
+
+def check_two_outputs_one_path(command: str, first: int, second: int, how: str) -> str:
+    """Two outputs that are one file are refused, naming both."""
+    tree = write_tree()
+    build, names, _ = tree.commands()[command]
+    if len(names) < 2:
+        return "skipped"
+    a, b = names[first % len(names)], names[second % len(names)]
+    if a == b:
+        b = names[(names.index(a) + 1) % len(names)]
+    with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
+        case = Path(tmp)
+        outputs = {n: case / f"{n}.out" for n in names}
+        (case / "sub").mkdir()
+        outputs[b] = {
+            "same path": outputs[a],
+            "dotted path": case / "sub" / ".." / f"{a}.out",
+            "through a linked folder": case / "again" / f"{a}.out",
+        }[how]
+        if how == "through a linked folder":
+            (case / "again").symlink_to(case)
+        code, err = cli(*build(outputs))
+        assert code == 2 and "two outputs are one file" in err, err
+        assert not any(case.glob("*.out")), "something was written"
+    return "refused"
+
+
+SPECIAL_KINDS = [
+    "fifo",
+    "folder",
+    "non-empty folder",
+    "socket",
+    "symlink to a file",
+    "dangling symlink",
+    "read-only file",
+    "character device",
+    "/dev/null",
+]
+
+
+def _special(case: Path, path: Path, kind: str) -> Path:
+    if kind == "/dev/null":
+        return Path("/dev/null")
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    elif kind == "non-empty folder":
+        path.mkdir()
+        (path / "keep").write_text("keep")
+    elif kind == "socket":
+        server = socket.socket(socket.AF_UNIX)
+        server.bind(str(path))
+        server.close()
+    elif kind == "symlink to a file":
+        (case / "precious").write_text("precious")
+        path.symlink_to(case / "precious")
+    elif kind == "dangling symlink":
+        path.symlink_to(case / "nowhere")
+    elif kind == "read-only file":
+        path.write_text("verified")
+        path.chmod(0o444)
+    elif kind == "character device":
+        import stat as _stat
+
+        os.mknod(path, _stat.S_IFCHR | 0o666, os.makedev(1, 3))  # another /dev/null
+    return path
+
+
+def _state(path: Path) -> tuple:
+    info = os.lstat(path)
+    content = None
+    if path.is_symlink():
+        content = os.readlink(path)
+    elif path.is_dir():
+        content = sorted(os.listdir(path))
+    elif path.is_file():
+        content = path.read_bytes()
+    return (info.st_mode, info.st_ino, info.st_rdev, content)
+
+
+def check_special_output(command: str, output_index: int, kind: str, name: str = "") -> str:
+    """An output that is not a regular file afbench may replace (FIFO, folder, socket, link,
+    device, read-only file) is refused, naming it, and left as it was."""
+    if kind in ("character device", "/dev/null") and os.geteuid() != 0:
+        return "skipped"  # only root can make (or could replace) a device node
+    tree = write_tree()
+    build, names, _ = tree.commands()[command]
+    flag = names[output_index % len(names)]
+    with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
+        case = Path(tmp)
+        outputs = {n: case / f"{n}.out" for n in names}
+        outputs[flag] = _special(case, case / f"{name}{flag}.out", kind)
+        name = flag
+        before = _state(outputs[name])
+        precious = (case / "precious").read_bytes() if kind == "symlink to a file" else None
+        code, err = cli(*build(outputs))
+        if _state(outputs[name]) != before or (
+            precious is not None and (case / "precious").read_bytes() != precious
+        ):
+            raise Lost(f"{command}: {kind} at --{name} was replaced: {err}")
+        assert code == 2, f"{command} accepted a {kind} as --{name}: {err}"
+        assert "refusing to replace it" in err and printable(str(outputs[name])) in err, err
+        others = [outputs[n] for n in names if n != name]
+        assert not any(p.exists() for p in others), "an output was written beside the refusal"
+    return "refused"
+
+
+# interruption: a signal at any step of writing a command's outputs
+STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"]
+
+
+def _write_steps(command: str) -> int:
+    return len(write_tree().commands()[command][1])
+
+
+_REFERENCE: dict[str, dict[str, bytes]] = {}
+
+
+def _reference(command: str) -> dict[str, bytes]:
+    """The outputs of an uninterrupted run (computed once)."""
+    if command not in _REFERENCE:
+        tree = write_tree()
+        build, names, _ = tree.commands()[command]
+        folder = Path(tempfile.mkdtemp(dir=tree.root.parent, prefix="reference-"))
+        outputs = {n: folder / f"{n}.out" for n in names}
+        code, err = cli(*build(outputs))
+        assert code == 0, err
+        _REFERENCE[command] = {n: outputs[n].read_bytes() for n in names}
+    return _REFERENCE[command]
+
+
+def check_interrupted_writes(
+    command: str, phase: str, step: int, signame: str, name: str = "", old_bytes: bytes = b""
+) -> str:
+    """A signal while a command writes its outputs (after `step` of them were staged, or
+    renamed into place) leaves every earlier output or every new one, never some of each;
+    the command ends with 128 + the signal's number and says truly whether anything was
+    replaced; no temporary file is left."""
+    import signal as _signal
+
+    from afbench import fsutil
+
+    tree = write_tree()
+    build, names, _ = tree.commands()[command]
+    new = _reference(command)
+    signum = getattr(_signal, signame)
+    step %= len(names)
+    real_stage, real_replace = fsutil._stage, os.replace
+    calls = {"stage": 0, "rename": 0}
+
+    def stage(path, data, **kwargs):
+        if phase == "stage" and calls["stage"] == step:
+            os.kill(os.getpid(), signum)
+        calls["stage"] += 1
+        return real_stage(path, data, **kwargs)
+
+    def replace(src, dst):
+        if phase == "rename" and calls["rename"] == step:
+            os.kill(os.getpid(), signum)
+        calls["rename"] += 1
+        return real_replace(src, dst)
+
+    with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
+        case = Path(tmp)
+        outputs = {n: case / f"{name}{n}.out" for n in names}
+        old = {n: f"old {n}\n".encode() + old_bytes for n in names}
+        for n in names:
+            outputs[n].write_bytes(old[n])
+        fsutil._stage, os.replace = stage, replace
+        try:
+            code, err = cli(*build(outputs))
+        finally:
+            fsutil._stage, os.replace = real_stage, real_replace
+        now = {n: outputs[n].read_bytes() for n in names}
+        all_old, all_new = now == old, now == new
+        if not (all_old or all_new):
+            raise Lost(f"{command}: {signame} at {phase} {step}: outputs of two runs: {err}")
+        if phase == "rename":  # held back until every output was in place
+            assert all_new and "after writing" in err, err
+        assert code == 128 + signum, (code, err)
+        assert err.startswith(f"afbench: interrupted by {signame}") and err.count("\n") == 1, err
+        assert ("nothing was replaced" in err) == all_old, err
+        assert not [p for p in case.iterdir() if p.name.endswith(".part")]
+        return "all old" if all_old else "all new"
+
+
+# hostile environments: what the user's settings can change, and must not
+_MPL_CHANGES = [
+    ("text.usetex", True),
+    ("font.family", "serif"),
+    ("font.size", 31.0),
+    ("svg.fonttype", "path"),
+    ("svg.hashsalt", "user"),
+    ("axes.formatter.use_locale", True),
+    ("lines.linewidth", 9.0),
+    ("figure.dpi", 17.0),
+    ("savefig.bbox", "standard"),
+    ("axes.prop_cycle", None),
+    ("xtick.labelsize", 3.0),
+    ("axes.spines.top", True),
+]
+_GIT_VARIABLES = [
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_INDEX_FILE",
+    "GIT_CONFIG_PARAMETERS",
+    "GIT_CONFIG_GLOBAL",
+    "GIT_EXEC_PATH",
+    "GIT_TRACE",
+    "GIT_NAMESPACE",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_CEILING_DIRECTORIES",
+]
+_ZONES = ["UTC", "Asia/Tokyo", "America/St_Johns", "Pacific/Kiritimati", "Nowhere/Such"]
+hostile_environments = st.fixed_dictionaries(
+    {
+        "mpl": st.lists(st.sampled_from(range(len(_MPL_CHANGES))), max_size=5, unique=True),
+        "git": st.lists(st.sampled_from(_GIT_VARIABLES), max_size=6, unique=True),
+        "tz": st.sampled_from(_ZONES),
+        "umask": st.sampled_from([0o000, 0o022, 0o077, 0o027, 0o222]),
+        "home": st.sampled_from(["keep", "/nonexistent", "/"]),
+        "what": st.sampled_from(["figure", "git", "compare"]),
+    }
+)
+
+
+class EnvironmentBase:
+    """A demo repository for the git cases, a second repository a stray GIT_DIR points at,
+    the figure's input, and each case's reference bytes."""
+
+    def __init__(self) -> None:
+        from afbench import demo
+
+        root = write_tree().root.parent
+        self.upstream = root / "upstream"
+        self.revision = demo.build_repository(DEMO_RELEASE, self.upstream)
+        self.other = root / "other-repo"
+        demo.build_repository(DEMO_RELEASE / "results", self.other)
+        self.marker = root / "git-ran-a-program"
+        self.rows = [
+            {"display_name": "A $x$", "success_rate": 0.5, "wilson_low": 0.3, "wilson_high": 0.7},
+            {"display_name": "=B", "success_rate": 0.25, "wilson_low": 0.1, "wilson_high": 0.4},
+        ]
+        self.reference = {what: self.run(what) for what in ("figure", "git", "compare")}
+
+    def run(self, what: str, folder: Path | None = None) -> bytes:
+        if what == "figure":
+            from afbench import figures
+
+            return figures.leaderboard_figure(self.rows, 0.95).encode()
+        if what == "git":
+            from afbench.fetch import GitSource
+
+            source = GitSource(
+                {"checkout": str(self.upstream), "max_bytes": 1 << 24}, self.revision
+            )
+            try:
+                return source.read("MANIFEST.csv") + source.read("results/demo-model-a.csv")
+            finally:
+                source.close()
+        tree = write_tree()
+        with tempfile.TemporaryDirectory(dir=tree.root.parent) as tmp:
+            out = Path(folder or tmp)
+            summary, board = out / "s.json", out / "b.csv"
+            for path in (summary, board):
+                path.unlink(missing_ok=True)
+            code, err = cli(*tree.compare(summary, board))
+            assert code == 0, err
+            return summary.read_bytes() + board.read_bytes()
+
+
+_ENVIRONMENT: dict[str, EnvironmentBase] = {}
+
+
+def check_hostile_environment(env: dict) -> str:
+    """Under the user's matplotlib settings, stray GIT_* variables (each pointing somewhere
+    else, or at a program), another time zone, home or umask: the same bytes, no traceback, the
+    user's matplotlib settings left as they were, and no program run by git."""
+    import time as _time
+
+    import matplotlib
+    from cycler import cycler
+
+    if "base" not in _ENVIRONMENT:
+        _ENVIRONMENT["base"] = EnvironmentBase()
+    base = _ENVIRONMENT["base"]
+    saved_env = dict(os.environ)
+    saved_rc = dict(matplotlib.rcParams)
+    folder = Path(tempfile.mkdtemp(dir=write_tree().root.parent))  # made before the umask
+    mask = os.umask(env["umask"])
+    try:
+        for index in env["mpl"]:
+            key, value = _MPL_CHANGES[index]
+            if key == "axes.prop_cycle":
+                value = cycler(color=["#ff00ff"])
+            matplotlib.rcParams[key] = value
+        user_rc = dict(matplotlib.rcParams)
+        for name in env["git"]:
+            os.environ[name] = {
+                "GIT_DIR": str(base.other / ".git"),
+                "GIT_WORK_TREE": str(base.other),
+                "GIT_OBJECT_DIRECTORY": str(base.other / ".git" / "objects"),
+                "GIT_ALTERNATE_OBJECT_DIRECTORIES": str(base.other / ".git" / "objects"),
+                "GIT_INDEX_FILE": str(base.marker),
+                "GIT_CONFIG_PARAMETERS": f"'core.fsmonitor'='touch {base.marker}'",
+                "GIT_CONFIG_GLOBAL": "/dev/null",
+                "GIT_EXEC_PATH": "/nonexistent",
+                "GIT_TRACE": str(base.marker),
+                "GIT_NAMESPACE": "elsewhere",
+                "GIT_REPLACE_REF_BASE": "refs/elsewhere/",
+                "GIT_CEILING_DIRECTORIES": "/",
+            }[name]
+        os.environ["TZ"] = env["tz"]
+        _time.tzset()
+        if env["home"] != "keep":
+            os.environ["HOME"] = env["home"]
+        got = base.run(env["what"], folder)
+        assert got == base.reference[env["what"]], f"{env['what']} changed under {env}"
+        if env["what"] == "compare":  # created honouring the umask
+            assert (folder / "s.json").stat().st_mode & 0o777 == 0o666 & ~env["umask"]
+        assert dict(matplotlib.rcParams) == user_rc, "the user's matplotlib settings changed"
+        if base.marker.exists():
+            raise Lost(f"git ran a program or wrote a file under {env['git']}")
+    finally:
+        os.umask(mask)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        _time.tzset()
+        matplotlib.rcParams.update(saved_rc)
+        base.marker.unlink(missing_ok=True)
+        import shutil as _shutil
+
+        _shutil.rmtree(folder, ignore_errors=True)
+    return env["what"]
+
+
+# CSV cells: whatever the text, one physical line per row, and read back exactly
+csv_texts = st.one_of(
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+    st.builds(
+        _splice, st.sampled_from(_SEEDS), st.sampled_from(BAD_CHARACTERS[:9]), st.integers(0, 2)
+    ),
+    st.sampled_from(
+        ["=1+1", "+x", "-1", "@SUM(A1)", "\tx", "\rx", "'=x", "''", "\\", "\\n", "a\r"]
+    ),
+)
+
+
+def check_csv_text(cells: list[str]) -> str:
+    """A row of hostile text cells: afbench's CSV holds it on one line (no control character, a
+    lone CR included, can split it, by csv's rules or by str.splitlines), no cell starts with a
+    formula character, and afbench's own readers give back exactly what was written."""
+    import pandas as pd
+
+    from afbench.frames import _unescape
+    from afbench.fsutil import SPREADSHEET_TRIGGERS, csv_output, csv_text_value
+
+    try:
+        _, data = csv_output(Path("t.csv"), [f"c{i}" for i in range(len(cells))], [cells, cells])
+    except AfbenchError as exc:  # a lone surrogate is no text: refused, never written
+        assert any(re.search("[\ud800-\udfff]", c) for c in cells), str(exc)
+        assert "not valid Unicode" in str(exc)
+        return "refused"
+    text = data.decode()
+    assert len(text.splitlines()) == 3, repr(text)
+    assert not UNPRINTABLE.search(text.replace("\n", "")), repr(text)
+    rows = list(csv.reader(io.StringIO(text, newline="")))
+    assert len(rows) == 3
+    for written, cell in zip(rows[1], cells, strict=True):
+        assert not written.startswith(SPREADSHEET_TRIGGERS), repr(written)
+        assert csv_text_value(written) == cell, (written, cell)
+    frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+    for i, cell in enumerate(cells):
+        if cell != "":
+            assert _unescape(frame[f"c{i}"].astype(object)).iloc[0] == cell
+    return "guarded" if any(w != c for w, c in zip(rows[1], cells, strict=True)) else "as is"
+
+
+# JSON numbers: an integer beyond a float, or any other number, anywhere in a trial's
+# result.json, a job's config.json or a verdict
+HUGE = [10**309, -(10**400), 10**4000, 2**1030, 10**308, 1e308, -1e-320, 0, 2**53 + 1]
+huge_numbers = st.one_of(st.sampled_from(HUGE), st.integers(), st.floats(allow_nan=False))
+NUMBER_DOCS = ["verdict", "result.json", "config.json"]
+
+
+def _places(doc: object, path: tuple = ()) -> list[tuple]:
+    """Every place in a document a value can go."""
+    found = [path] if path else []
+    if isinstance(doc, dict):
+        for key, value in doc.items():
+            found += _places(value, (*path, key))
+    elif isinstance(doc, list):
+        for i, value in enumerate(doc):
+            found += _places(value, (*path, i))
+    return found
+
+
+def check_json_number(which: str, place: int, number: object) -> str:
+    """A number at any place of a verdict or a Harbor file: refused with one message (an
+    integer beyond a float among them), or read; never a traceback."""
+    from afbench.errors import AfbenchError as _Error
+    from afbench.runs import parse_json_input, read_harbor_job
+
+    text_number = str(number) if isinstance(number, int) else json.dumps(number)
+    if which == "verdict":
+        doc = copy.deepcopy(VERDICT)
+        spots = _places(doc)
+        doc = replace_at(doc, list(spots[place % len(spots)]), "@@N@@")
+        data = json.dumps(doc).replace('"@@N@@"', text_number).encode()
+        try:
+            parse_verdict(data, "V", "t1")
+        except _Error as exc:
+            assert_message_ok(exc)
+            huge = isinstance(number, int) and abs(number) > 1.8e308
+            return "refused (huge)" if huge else "refused"
+        assert not (isinstance(number, int) and abs(number) > 1.8e308), "a huge integer read"
+        return "read"
+    fixture = REPO / "tests" / "fixtures" / "harbor-0.22.0-jobs" / "demo-nop"
+    with tempfile.TemporaryDirectory() as tmp:
+        job = Path(tmp) / "job"
+        import shutil as _shutil
+
+        _shutil.copytree(fixture, job)
+        file = job / "config.json" if which == "config.json" else next(job.glob("*/result.json"))
+        doc = json.loads(file.read_text())
+        spots = _places(doc)
+        doc = replace_at(doc, list(spots[place % len(spots)]), "@@N@@")
+        file.write_text(json.dumps(doc).replace('"@@N@@"', text_number))
+        try:
+            parse_json_input(file.read_bytes(), str(file), "x")
+            read_harbor_job(job)
+        except _Error as exc:
+            assert_message_ok(exc)
+            return "refused"
+        assert not (isinstance(number, int) and abs(number) > 1.8e308), "a huge integer read"
+        return "read"
+
+
+# an output's name: any a POSIX folder can hold (bytes that are not UTF-8, control characters)
+output_names = file_names.filter(lambda n: len(n) < 100)

@@ -300,9 +300,17 @@ def test_a_copied_trial_is_refused_naming_both_paths(tmp_path):
         f"{FIXTURES / 'demo-k4' / 'hello-pass__6FADnuB'} and {copy / 'hello-pass__6FADnuB'}"
         in str(info.value)
     )
-    # a trial folder copied inside one job directory, under another name
-    shutil.copytree(copy / "hello-pass__6FADnuB", copy / "hello-pass__6FADnuB-copy")
-    with pytest.raises(AfbenchError, match="trial 'hello-pass__6FADnuB' .* is read twice"):
+    # a trial folder copied inside one job directory, under another name: its folder is not
+    # named after its trial
+    twin = copy / "hello-pass__6FADnuBcopy"
+    shutil.copytree(copy / "hello-pass__6FADnuB", twin)
+    with pytest.raises(AfbenchError, match="the trial folder's name is not its trial's name"):
+        read_harbor_job(copy)
+    # ... and renamed throughout: still the same trial id twice
+    doc = load(twin / "result.json")
+    doc["trial_name"] = doc["config"]["trial_name"] = twin.name
+    save(twin / "result.json", doc)
+    with pytest.raises(AfbenchError, match="two trial folders hold the same trial"):
         read_harbor_job(copy)
 
 
@@ -458,7 +466,9 @@ def test_wrong_json_shapes_are_one_clear_error(tmp_path, path, value):
     target[path[-1]] = value
     save(result, doc)
     if path == ["task_name"] and isinstance(value, str):
-        assert read_harbor_job(job)[0]["task_id"] == "text"
+        # a task name of the right type, but not the task its trial and task path name
+        with pytest.raises(AfbenchError, match="the trial is not named after its task 'text'"):
+            read_harbor_job(job)
         return
     with pytest.raises(AfbenchError) as info:
         read_harbor_job(job)

@@ -3,9 +3,7 @@ format at the official scale, and a git repository holding it at a reproducible 
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
 from pathlib import Path
 
 from .errors import AfbenchError
@@ -220,47 +218,59 @@ def _model_results(
 
 
 def write_release(out: Path) -> dict[str, bytes]:
+    """The demo release's files under `out`, written as one unit (fsutil.write_outputs)."""
+    from .fsutil import write_outputs
+
     files = generate_release()
-    for rel, data in files.items():
-        target = Path(out) / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+    write_outputs([(Path(out) / rel, data) for rel, data in files.items()])
     return files
 
 
 def _git(repo: Path, *args: str, env: dict | None = None, data: bytes | None = None) -> str:
-    result = subprocess.run(
-        ["git", "-c", "core.autocrlf=false", "-c", "commit.gpgSign=false", *args],
-        cwd=repo,
-        input=data,
-        capture_output=True,
-        env=env,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise AfbenchError(
-            f"git {args[0]} failed: {result.stderr.decode().strip()}", file=str(repo)
-        )
-    return result.stdout.decode().strip()
+    from . import gitrun
+
+    out = gitrun.output(repo, *args, data=data, env=env, config=("commit.gpgSign=false",))
+    return out.decode().strip()
 
 
 DEMO_MESSAGE = "afbench demo release (synthetic)"
+# what `git init --template=` writes to .git/config: an earlier demo repository has no other
+# setting (a filter driver, an editor, an alias would be the user's, and could run programs)
+_INIT_SETTINGS = {
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+}
 
 
 def _probe(repo: Path, *args: str) -> str | None:
-    """A read-only git question; None when git says no."""
-    result = subprocess.run(
-        ["git", *args], cwd=repo, capture_output=True, check=False, stdin=subprocess.DEVNULL
-    )
+    """A read-only git question (gitrun: hardened); None when git says no."""
+    from . import gitrun
+
+    result = gitrun.run(repo, *args, check=False)
     return result.stdout.decode(errors="replace").strip() if result.returncode == 0 else None
 
 
 def is_demo_repository(folder: Path) -> bool:
     """True if `folder` is the top of a git repository made by build_repository: every commit
-    in it (one, on main) is the demo commit, by the demo author, with the demo message."""
+    in it (one, on main) is the demo commit, by the demo author, with the demo message, and its
+    own configuration holds only what `git init` writes."""
     folder = Path(folder)
     top = _probe(folder, "rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != folder.resolve():
+        return False
+    git_dir = folder / ".git"
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        return False
+    settings = _probe(folder, "config", "--file", str(git_dir / "config"), "--null", "--list")
+    if settings is None:
+        return False
+    keys = {item.split("\n", 1)[0].lower() for item in settings.split("\0") if item}
+    if not keys <= {k.lower() for k in _INIT_SETTINGS}:
         return False
     commits = _probe(folder, "rev-list", "--all")
     if commits is None or len(commits.split()) != 1:
@@ -307,10 +317,9 @@ def build_repository(release_files: Path, out: Path) -> str:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise AfbenchError(f"cannot create the folder: {exc.strerror}", file=str(out)) from None
-    _git(out, "init", "-q", "-b", "main")
+    _git(out, "init", "-q", "--template=", "-b", "main")
     _git(out, "read-tree", "--empty")  # an earlier demo commit's entries do not carry over
     env = {
-        **os.environ,
         "GIT_AUTHOR_NAME": AUTHOR[0],
         "GIT_AUTHOR_EMAIL": AUTHOR[1],
         "GIT_AUTHOR_DATE": AUTHOR[2],

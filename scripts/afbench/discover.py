@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import csv
 import io
-import subprocess
+import os
 from pathlib import Path, PurePosixPath
 
 from .csvtable import closest
 from .errors import AfbenchError, Problem
-from .fsutil import sha256_bytes
+from .fsutil import path_text, sha256_bytes
 from .records import DISCOVERY, record
 
 KIND_COLUMNS = ("manifest", "sources", "results")
@@ -18,42 +18,52 @@ KIND_COLUMNS = ("manifest", "sources", "results")
 MAX_CSV_BYTES = 64 * 1024 * 1024
 
 
-def _git(checkout: Path, *args: str) -> bytes:
-    result = subprocess.run(["git", "-C", str(checkout), *args], capture_output=True, check=False)
-    if result.returncode != 0:
-        raise AfbenchError(
-            f"git {args[0]} failed: {result.stderr.decode().strip()}", file=str(checkout)
-        )
-    return result.stdout
-
-
 def list_csvs(checkout: Path, revision: str, max_bytes: int) -> dict[str, dict]:
-    """Every CSV blob at the revision: path -> sha256, size, rows, header."""
-    if _git(checkout, "cat-file", "-t", f"{revision}^{{commit}}").strip() != b"commit":
-        raise AfbenchError(
-            "checkout lacks the pinned commit", file=str(checkout), expected=revision
-        )
-    found = {}
-    for line in _git(checkout, "ls-tree", "-r", "-l", "-z", revision).split(b"\0"):
-        if not line:
-            continue
-        meta, path = line.decode().split("\t", 1)
-        _, kind, obj, size = meta.split()
-        if kind != "blob" or not path.lower().endswith(".csv") or int(size) > max_bytes:
-            continue
-        data = _git(checkout, "cat-file", "blob", obj)
-        try:
-            records = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
-        except (UnicodeDecodeError, csv.Error):
-            records = []
-        found[path] = {
-            "path": path,
-            "sha256": sha256_bytes(data),
-            "size": len(data),
-            "rows": max(len(records) - 1, 0),
-            "header": [h.strip() for h in records[0]] if records else [],
-        }
-    return found
+    """Every CSV blob at the revision: path -> sha256, size, rows, header. Three git processes
+    whatever the number of files (gitrun: hardened): the tree listed once with its names as
+    bytes (any name a checkout can hold, UTF-8 or not), the sizes asked in one batch, the
+    blobs read in another."""
+    from . import gitrun
+
+    batch = gitrun.Batch(checkout)
+    try:
+        kind, _ = batch.get(f"{revision}^{{commit}}")
+        if kind != "commit":
+            raise AfbenchError(
+                "checkout lacks the pinned commit", file=str(checkout), expected=revision
+            )
+        wanted = []
+        for line in gitrun.output(checkout, "ls-tree", "-r", "-z", "--full-tree", revision).split(
+            b"\0"
+        ):
+            if not line:
+                continue
+            meta, _, raw_path = line.partition(b"\t")
+            _, kind, oid = meta.split()
+            if kind == b"blob" and raw_path.lower().endswith(b".csv"):
+                wanted.append((path_text(os.fsdecode(raw_path)), oid.decode()))
+        found = {}
+        for path, oid in wanted:
+            kind, data = batch.get(oid, cap=max_bytes)
+            if kind is None:
+                raise gitrun.missing_object(checkout, oid, path=path)
+            if isinstance(data, int):  # larger than the cap: not a release CSV; not read
+                batch = gitrun.Batch(checkout)
+                continue
+            try:
+                records = list(csv.reader(io.StringIO(data.decode("utf-8-sig"), newline="")))
+            except (UnicodeDecodeError, csv.Error):
+                records = []
+            found[path] = {
+                "path": path,
+                "sha256": sha256_bytes(data),
+                "size": len(data),
+                "rows": max(len(records) - 1, 0),
+                "header": [h.strip() for h in records[0]] if records else [],
+            }
+        return found
+    finally:
+        batch.close()
 
 
 def _fit(header: list[str], mapping: dict[str, str]) -> float:

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, sha256_bytes, sha256_file
+from .fsutil import atomic_write_bytes, read_regular_file, sha256_bytes, sha256_file
 from .records import RECEIPT, VERIFIED_FILE, record
 from .release import identity, license_of
 
@@ -284,24 +284,18 @@ class GitSource:
         return f"git:{self.checkout}@{self.revision}:{path}"
 
     def _start(self):
-        """One `git cat-file --batch` for every file, after checking the commit is there."""
-        import subprocess
+        """One `git cat-file --batch` for every file (gitrun.Batch: hardened, see there),
+        after checking that the pinned commit is there."""
+        from . import gitrun
 
-        if self._batch is not None:
+        if self._batch is not None and self._batch.open:
             return self._batch
         if not self.checkout.is_dir():
             raise AfbenchError("git checkout not found", file=str(self.checkout))
-        try:
-            self._batch = subprocess.Popen(
-                ["git", "-C", str(self.checkout), "cat-file", "--batch"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except FileNotFoundError:
-            raise AfbenchError("git is not installed; it is needed for source.kind git") from None
-        kind, _ = self._object(f"{self.revision}^{{commit}}", read=False)
+        self._batch = gitrun.Batch(self.checkout)
+        kind, _ = self._batch.get(f"{self.revision}^{{commit}}")
         if kind != "commit":
+            self.close()
             raise AfbenchError(
                 "the checkout does not contain the pinned commit "
                 "(fetch it, e.g. `git fetch origin <revision>`)",
@@ -310,26 +304,23 @@ class GitSource:
             )
         return self._batch
 
-    def _object(self, spec: str, read: bool = True, cap: int | None = None):
-        batch = self._batch
-        batch.stdin.write(spec.encode() + b"\n")
-        batch.stdin.flush()
-        header = batch.stdout.readline().split()
-        if len(header) != 3:
-            return None, None
-        kind, size = header[1].decode(), int(header[2])
-        if cap is not None and size > cap:
-            self.close()
-            return kind, size
-        data = batch.stdout.read(size)
-        batch.stdout.read(1)  # the newline after each object
-        return kind, data if read else None
-
     def read(self, path: str) -> bytes:
-        self._start()
-        kind, data = self._object(f"{self.revision}:{path}", cap=self.max_bytes)
-        if kind != "blob":
+        from . import gitrun
+
+        batch = self._start()
+        kind, data = batch.get(f"{self.revision}:{path}", cap=self.max_bytes)
+        if kind is None:
+            # not in the commit's tree, or in it but the object itself is missing
+            self.close()
+            listed = gitrun.output(self.checkout, "ls-tree", "-z", self.revision, "--", path)
+            if listed:
+                oid = listed.split(b"\t", 1)[0].split()[-1].decode()
+                raise gitrun.missing_object(self.checkout, oid, path=path)
             raise AfbenchError("file not present at the pinned commit", file=self.describe(path))
+        if kind != "blob":
+            raise AfbenchError(
+                f"not a file at the pinned commit (a {kind})", file=self.describe(path)
+            )
         if isinstance(data, int):
             raise AfbenchError(
                 "file larger than the size cap",
@@ -341,9 +332,7 @@ class GitSource:
 
     def close(self) -> None:
         if self._batch is not None:
-            self._batch.stdin.close()
-            self._batch.kill()
-            self._batch.wait()
+            self._batch.close()
             self._batch = None
 
 
@@ -370,13 +359,7 @@ class DirSource:
             raise AfbenchError("path leaves the mirror folder", file=str(self.root / path))
         if not target.is_file():
             raise AfbenchError("file not found in the mirror", file=str(target))
-        if target.stat().st_size > self.max_bytes:
-            raise AfbenchError(
-                "file larger than the size cap",
-                file=str(target),
-                expected=f"at most {self.max_bytes} bytes",
-            )
-        return target.read_bytes()
+        return read_regular_file(target, "mirror file", self.max_bytes)
 
 
 def describe(source: dict, repository: str, revision: str, path: str) -> str:

@@ -1,8 +1,82 @@
-"""The report's figures, drawn with matplotlib as deterministic inline SVG."""
+"""The report's figures, drawn with matplotlib as deterministic inline SVG.
+
+Every figure is drawn under matplotlib's own defaults and afbench's few settings, whatever the
+user's matplotlib configuration (matplotlibrc files, MPLCONFIGDIR, a style, text.usetex, a
+font): the same analysis gives the same bytes anywhere, and the user's settings are left as
+they were."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import io
+
+STYLE = {
+    "svg.hashsalt": "afbench",
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+}
+
+
+def _matplotlib():
+    """matplotlib, imported without reading any of the user's settings: matplotlib reads its rc
+    file at import (a matplotlibrc in the working folder first, then $MATPLOTLIBRC,
+    $MPLCONFIGDIR or ~/.config/matplotlib) and refuses to import at all under an unknown
+    MPLBACKEND, or under axes.formatter.use_locale with a locale the system lacks. So it is
+    imported from its own data folder (whose matplotlibrc is its defaults), with MATPLOTLIBRC
+    naming that file too and no MPLBACKEND (the figures are SVG text, drawn without a
+    backend); the working folder and the environment are put back at once."""
+    import importlib.util
+    import os
+    import sys
+
+    if "matplotlib" in sys.modules:
+        return sys.modules["matplotlib"]
+    spec = importlib.util.find_spec("matplotlib")
+    data = os.path.join(os.path.dirname(spec.origin), "mpl-data") if spec and spec.origin else None
+    saved = {name: os.environ.get(name) for name in ("MPLBACKEND", "MATPLOTLIBRC")}
+    os.environ.pop("MPLBACKEND", None)
+    try:
+        folder = os.getcwd() if data else None
+    except OSError:  # the working folder is gone: there is no matplotlibrc in it either
+        folder = None
+    try:
+        if data:
+            os.environ["MATPLOTLIBRC"] = os.path.join(data, "matplotlibrc")
+        if folder:
+            os.chdir(data)
+        import matplotlib
+    finally:
+        if folder:
+            os.chdir(folder)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return matplotlib
+
+
+@contextlib.contextmanager
+def _style():
+    """matplotlib's built-in defaults (never the user's rc files) plus STYLE, for one figure;
+    the user's settings are back as they were afterwards."""
+    matplotlib = _matplotlib()
+    with matplotlib.rc_context():
+        matplotlib.rcdefaults()
+        matplotlib.rcParams.update(STYLE)
+        yield
+
+
+def _styled(draw):
+    @functools.wraps(draw)
+    def styled(*args, **kwargs):
+        with _style():
+            return draw(*args, **kwargs)
+
+    return styled
 
 
 def _literal(label: object) -> str:
@@ -14,18 +88,8 @@ def _literal(label: object) -> str:
 
 def _subplots(width: float, height: float):
     """A figure and its axes, without pyplot's global state (and its import cost)."""
-    import matplotlib
     from matplotlib.figure import Figure
 
-    matplotlib.rcParams.update(
-        {
-            "svg.hashsalt": "afbench",
-            "svg.fonttype": "none",
-            "font.size": 9,
-            "axes.spines.top": False,
-            "axes.spines.right": False,
-        }
-    )
     fig = Figure(figsize=(width, height))
     return fig, fig.add_subplot()
 
@@ -61,6 +125,7 @@ def _svg(fig) -> str:
     return text[text.index("<svg") :]
 
 
+@_styled
 def leaderboard_figure(rows: list[dict], confidence: float) -> str:
     """Each model's success rate with its Wilson interval (tasks independent) and, just below,
     its clustered interval over sources."""
@@ -105,6 +170,7 @@ def leaderboard_figure(rows: list[dict], confidence: float) -> str:
     return _svg(fig)
 
 
+@_styled
 def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -> str:
     index = {m: i for i, m in enumerate(models)}
     size = len(models)
@@ -126,6 +192,7 @@ def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -
     return _svg(fig)
 
 
+@_styled
 def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str]) -> str:
     grid = [
         [r["rates"][m] if r["rates"][m] is not None else float("nan") for m in models] for r in rows
@@ -140,6 +207,7 @@ def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str
     return _svg(fig)
 
 
+@_styled
 def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
     fig, ax = _subplots(7, 4.2)
     for m in models:

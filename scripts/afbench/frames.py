@@ -32,8 +32,22 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import AfbenchError, Problem, raise_if
-from .fsutil import SPREADSHEET_TRIGGERS, parse_json_bytes, spreadsheet_safe
-from .records import ANALYSIS, CATALOG, MODEL_IMPORT, RUN_SUMMARY, SCHEMA_VERSION, SUMMARY
+from .fsutil import (
+    SPREADSHEET_GUARD,
+    csv_text_value,
+    parse_json_bytes,
+    read_head,
+    spreadsheet_safe,
+)
+from .records import (
+    ANALYSIS,
+    ARTIFACT_MANIFEST,
+    CATALOG,
+    MODEL_IMPORT,
+    RUN_SUMMARY,
+    SCHEMA_VERSION,
+    SUMMARY,
+)
 from .runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, OUTCOMES, read_regular_file
 
 __all__ = [
@@ -196,18 +210,14 @@ class Artifact:
 
 
 def _head(path: Path) -> bytes:
-    with open(path, "rb") as handle:
-        return handle.read(HEAD_BYTES)
+    return read_head(path, "artifact", HEAD_BYTES)
 
 
 def _sniff(path: Path) -> Artifact | None:
     """The artifact's kind and release revision from the file's first bytes (afbench writes
     `kind` first and the release before any long list); the whole file is parsed only when
     the head does not tell. None for a JSON file that is not an afbench artifact."""
-    try:
-        head = _head(path)
-    except OSError as exc:
-        raise AfbenchError(f"cannot read artifact: {exc.strerror}", file=str(path)) from None
+    head = _head(path)
     match = _KIND_FIRST.match(head)
     if match:
         kind = json.loads(match.group(1))
@@ -814,10 +824,12 @@ def _run_table(root: str | os.PathLike | Folder, table: str, csv_name: str) -> p
 
 
 def _unescape(values: pd.Series) -> pd.Series:
-    """Undo the spreadsheet guard afbench's CSV writer puts before a cell that starts with
-    a formula character."""
-    guarded = values.str.startswith("'") & values.str[1:2].isin(list(SPREADSHEET_TRIGGERS))
-    return values.where(~guarded, values.str[1:])
+    """The text afbench's CSV writer was given (fsutil.csv_text): its guard and escapes
+    undone, exactly."""
+    guarded = values.str.startswith(SPREADSHEET_GUARD)
+    if not guarded.any():
+        return values
+    return values.where(~guarded, values[guarded].map(csv_text_value))
 
 
 def _read_run_csv(path: Path, header: list[str], schema: dict) -> pd.DataFrame:
@@ -961,8 +973,9 @@ def export(
     names: list[str] | None = None,
 ) -> list[Path]:
     """Write each table (default: every table the folder has) as OUT/<table>.<fmt>. Every
-    table is built first, so a refusal leaves nothing written; each file lands atomically."""
-    from .fsutil import atomic_write_bytes
+    table is built first, and the files are written as one unit (fsutil.write_outputs): a
+    refusal or an interruption leaves every earlier file, never some of each."""
+    from .fsutil import write_outputs
 
     if fmt not in FORMATS:
         raise AfbenchError("unknown format", field="--format", expected=" or ".join(FORMATS))
@@ -983,13 +996,57 @@ def export(
             file=str(folder.root),
             expected="a results/<revision> folder",
         )
+    _check_export_folder(folder.root, Path(output_dir))
     files = {
         Path(output_dir) / f"{name}.{fmt}": table_bytes(TABLES[name](folder), fmt)
         for name in wanted
     }
-    for path, data in files.items():
-        atomic_write_bytes(path, data)
+    write_outputs(list(files.items()))
     return list(files)
+
+
+def _check_export_folder(root: Path, output_dir: Path) -> None:
+    """Tables go outside every results tree: never under the folder read, nor into a folder
+    (or below one) that holds an artifact manifest (found by its kind), where a table would
+    replace an artifact."""
+    real_root = os.path.realpath(root)
+    real_out = os.path.realpath(output_dir)
+    if real_out == real_root or real_out.startswith(real_root.rstrip(os.sep) + os.sep):
+        raise AfbenchError(
+            f"the output folder is inside the artifact folder {root}; refusing to write tables "
+            "among its artifacts (choose a folder outside it)",
+            file=str(output_dir),
+        )
+    folder = real_out
+    while True:
+        if _holds_manifest(folder):
+            raise AfbenchError(
+                f"the output folder is inside the results tree {folder} (it has an artifact "
+                "manifest); refusing to write tables among its artifacts",
+                file=str(output_dir),
+            )
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
+def _holds_manifest(folder: str) -> bool:
+    try:
+        with os.scandir(folder) as entries:
+            names = [e.path for e in entries if e.name.endswith(".json") and e.name[:1] != "."]
+    except OSError:
+        return False  # a folder that is not there (yet) or can not be listed holds none
+    for path in names[:1000]:
+        if not _regular(Path(path)):
+            continue
+        try:
+            found = _sniff(Path(path))
+        except AfbenchError:
+            continue
+        if found is not None and found.kind == ARTIFACT_MANIFEST:
+            return True
+    return False
 
 
 def read_export(path: str | os.PathLike) -> pd.DataFrame:

@@ -11,14 +11,16 @@ import io
 import json
 import os
 import re
+import signal
 import stat
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from .errors import AfbenchError
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # used with fullmatch: "t1\n" is refused
-SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")  # OWASP CSV injection
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -78,9 +80,9 @@ def _open_regular(path: Path, what: str):
             f"{what} is {file_kind(before.st_mode)}, not a regular file; refusing to read it",
             file=name,
         )
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    note_read(before, name)
     try:
-        fd = os.open(path, flags)
+        fd = os.open(path, _READ_FLAGS)
     except OSError as exc:
         raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=name) from None
     try:
@@ -101,6 +103,9 @@ def _open_regular(path: Path, what: str):
             raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=name) from None
 
 
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+
+
 def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
     """The bytes of `path`, refused with one message naming it if it is not a regular file
     (FIFO, device, folder, symbolic link: none is opened for reading, so nothing blocks) or if
@@ -114,6 +119,58 @@ def read_regular_file(path: Path, what: str, max_bytes: int) -> bytes:
     if len(data) > max_bytes:
         raise _too_large(path, what, max_bytes, None)
     return data
+
+
+def read_file_once(path: str, what: str, max_bytes: int, *, missing_ok: bool = False):
+    """The bytes of a regular file in one open (O_NOFOLLOW | O_NONBLOCK) and one fstat: the
+    reader for many small files (a Harbor job's trials). A symbolic link, FIFO, device, socket
+    or folder is refused (a FIFO opened non-blocking never blocks), and so is a file larger
+    than `max_bytes`. With `missing_ok`, an absent file is None; any other failure (a folder
+    or file that cannot be read) is an error, never "absent"."""
+    try:
+        fd = os.open(path, _READ_FLAGS)
+    except FileNotFoundError:
+        if missing_ok:
+            return None
+        raise AfbenchError(f"{what} not found", file=path) from None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise AfbenchError(
+                f"{what} is a symbolic link, not a regular file; refusing to read it", file=path
+            ) from None
+        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=path) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise AfbenchError(
+                f"{what} is {file_kind(info.st_mode)}, not a regular file; refusing to read it",
+                file=path,
+            )
+        if info.st_size > max_bytes:
+            raise _too_large(Path(path), what, max_bytes, info.st_size)
+        note_read(info, path)
+        chunks = []
+        left = max_bytes + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, max(info.st_size + 1, 1 << 16)))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=path) from None
+    finally:
+        os.close(fd)
+    data = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+    if len(data) > max_bytes:
+        raise _too_large(Path(path), what, max_bytes, None)
+    return data
+
+
+def read_head(path: Path | str, what: str, size: int) -> bytes:
+    """The first `size` bytes of a regular file (refused like read_regular_file otherwise)."""
+    with _open_regular(Path(path), what) as (handle, _):
+        return handle.read(size)
 
 
 def _too_large(path: Path, what: str, max_bytes: int, size: int | None) -> AfbenchError:
@@ -157,6 +214,141 @@ def check_name(
     return value
 
 
+# --- a command's files: what it reads and what it writes, kept apart ---------------------------
+class CommandFiles:
+    """The files of one running command. Declared up front (its input and output paths, and
+    the input folders whose whole content it reads), then kept as it runs: every file read
+    through this module is noted, and every output is checked against them before it replaces
+    anything. An output is never the same file as an input (same device and inode, through
+    links too), never lies inside an input folder, is never named twice, and never replaces
+    anything but a regular file."""
+
+    def __init__(self) -> None:
+        self.read: dict[tuple[int, int], str] = {}  # every file read: (st_dev, st_ino) -> path
+        self.protected: dict[tuple[int, int], str] = {}  # outputs that exist: not to be read
+        self.trees: list[tuple[str, str]] = []  # input folders: (real path, as given)
+        self.written: list[str] = []  # outputs renamed into place so far
+
+    def declare(
+        self, inputs: Iterable, outputs: Iterable, trees: Iterable = (), folders: Iterable = ()
+    ) -> None:
+        for tree in trees:
+            if os.path.isdir(tree):  # one that is not there is its reader's to refuse
+                self.trees.append((os.path.realpath(tree), str(tree)))
+        for folder in folders:
+            shown = str(folder)
+            info = _lstat(shown)
+            if info is not None and not stat.S_ISDIR(info.st_mode):
+                raise AfbenchError(
+                    f"output folder is {file_kind(info.st_mode)}, not a folder; refusing it",
+                    file=shown,
+                )
+            self._check_inside(shown, os.path.realpath(shown))
+        seen: dict[str, str] = {}
+        for output in outputs:
+            shown = str(output)
+            real = _real(output)
+            if real in seen:
+                raise AfbenchError(
+                    f"two outputs are one file: {seen[real]} and {shown}; give each its own path",
+                    file=shown,
+                )
+            seen[real] = shown
+            info = _lstat(shown)
+            if info is not None and stat.S_ISREG(info.st_mode):
+                self.protected[(info.st_dev, info.st_ino)] = shown
+        for given in inputs:
+            try:
+                info = os.stat(given)
+            except (OSError, ValueError):
+                continue  # its reader says what is wrong with it
+            output = self.protected.get((info.st_dev, info.st_ino))
+            if output is not None:
+                raise _same_file(output, str(given))
+        for real, shown in seen.items():
+            self._check_output(shown, real)
+
+    def _check_output(self, shown: str, real: str) -> None:
+        info = _lstat(shown)
+        if info is not None:
+            source = self.read.get((info.st_dev, info.st_ino))
+            if source is not None:
+                raise _same_file(shown, source)
+        _replaceable(shown)
+        self._check_inside(shown, real)
+
+    def _check_inside(self, shown: str, real: str) -> None:
+        for tree, given in self.trees:
+            if real == tree or real.startswith(tree.rstrip(os.sep) + os.sep):
+                raise AfbenchError(
+                    f"output is inside the input folder {given}; refusing to write there "
+                    "(write outside the folders a command reads)",
+                    file=shown,
+                )
+
+
+_FILES: CommandFiles | None = None
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError, ValueError):
+        return None
+    except OSError as exc:
+        raise AfbenchError(f"cannot check this output: {exc.strerror}", file=path) from None
+
+
+def _real(path: Path | str) -> str:
+    """An output's real path: its folder's links resolved, its own name kept."""
+    absolute = os.path.abspath(path)
+    return os.path.join(os.path.realpath(os.path.dirname(absolute)), os.path.basename(absolute))
+
+
+def _same_file(output: str, source: str) -> AfbenchError:
+    return AfbenchError(
+        f"output is the same file as the input {source}; refusing to read or replace it "
+        "(nothing was replaced)",
+        file=output,
+    )
+
+
+@contextlib.contextmanager
+def command_files(
+    inputs: Iterable = (), outputs: Iterable = (), trees: Iterable = (), folders: Iterable = ()
+):
+    """Run one command with its files declared (see CommandFiles): input files and folders,
+    output files, input folders nothing may be written into, output folders; checked before
+    anything is read. Nested uses each keep their own."""
+    global _FILES
+    files = CommandFiles()
+    files.declare(inputs, outputs, trees, folders)
+    previous, _FILES = _FILES, files
+    try:
+        yield files
+    finally:
+        _FILES = previous
+        if previous is not None:
+            previous.written.extend(files.written)
+
+
+def note_read(info: os.stat_result, path: str) -> None:
+    """A file this command is about to read: refused if it is one of the command's outputs."""
+    files = _FILES
+    if files is None:
+        return
+    key = (info.st_dev, info.st_ino)
+    output = files.protected.get(key)
+    if output is not None:
+        raise _same_file(output, path)
+    files.read[key] = path
+
+
+def written_outputs() -> list[str]:
+    """The outputs the running command has renamed into place so far."""
+    return list(_FILES.written) if _FILES is not None else []
+
+
 # Temporary files are named .<name>.<pid>.<host>.<random>.part. A write removes only the
 # ones a dead writer on this host left behind, never another live writer's.
 _HOST = hashlib.sha256(os.uname().nodename.encode(errors="replace")).hexdigest()[:8]
@@ -184,25 +376,64 @@ def _remove_stale_parts(path: Path) -> None:
                 stale.unlink()  # left by a write that was killed
 
 
-def _write_failed(path: Path, exc: OSError) -> AfbenchError:
-    reason = exc.strerror or type(exc).__name__
+def _reason(exc: OSError) -> str:
     if exc.errno == errno.ENOSPC:
-        reason = "no space left on the device"
-    return AfbenchError(f"cannot write this file: {reason}; nothing was written", file=str(path))
+        return "no space left on the device"
+    return exc.strerror or type(exc).__name__
+
+
+def _write_failed(path: Path, exc: OSError) -> AfbenchError:
+    return AfbenchError(
+        f"cannot write this file: {_reason(exc)}; nothing was replaced", file=str(path)
+    )
+
+
+def check_output(path: Path | str) -> None:
+    """Refuse an output that would replace something other than a regular file (a symbolic
+    link, FIFO, device, socket or folder), a read-only file or, within a command, one of its
+    inputs or a file inside one of its input folders."""
+    shown = str(path)
+    if _FILES is not None:
+        _FILES._check_output(shown, _real(shown))
+    else:
+        _replaceable(shown)
+
+
+def _replaceable(path: str) -> os.stat_result | None:
+    """What is at an output's path now (None: nothing), if it may be replaced: a regular file
+    that is not read-only (afbench leaves verified release files read-only; a user may too)."""
+    info = _lstat(path)
+    if info is None:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        raise AfbenchError(
+            f"output is {file_kind(info.st_mode)}, not a regular file; refusing to replace it",
+            file=path,
+        )
+    if not info.st_mode & 0o222:
+        raise AfbenchError(
+            "output is a read-only file (as afbench leaves each verified release file); "
+            "refusing to replace it (remove it first if it is to be replaced)",
+            file=path,
+        )
+    return info
 
 
 def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
-    """`data` written and flushed to a temporary name beside `path`; its name is returned."""
+    """`data` written and flushed to a temporary name beside `path`; its name is returned.
+    Created with the umask honoured: 0o666 & ~umask, or 0o444 & ~umask when `read_only`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise _write_failed(path, exc) from None
-    if path.is_symlink():
-        raise AfbenchError("refusing to replace a symbolic link", file=str(path))
     _remove_stale_parts(path)
     tmp_name = path.parent / f".{path.name}.{os.getpid()}.{_HOST}.{os.urandom(4).hex()}.part"
     try:
-        fd = os.open(tmp_name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(
+            tmp_name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0),
+            0o444 if read_only else 0o666,
+        )
     except OSError as exc:
         raise _write_failed(path, exc) from None
     try:
@@ -210,7 +441,6 @@ def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp_name, 0o444 if read_only else 0o644)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp_name.unlink(missing_ok=True)
@@ -220,22 +450,100 @@ def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
     return tmp_name
 
 
+# Signals that end a command: held back while its outputs are renamed into place, so an
+# interruption lands before the first rename or after the last, never between two. They are
+# deferred, not masked: a process-wide signal reaches whichever thread does not mask it (numpy's
+# and pandas' worker threads do not), but a Python handler always runs in the main thread.
+HELD_SIGNALS = tuple(
+    getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name)
+)
+
+
+@contextlib.contextmanager
+def _signals_held():
+    held: list[int] = []
+    previous = {}
+    try:
+        for signum in HELD_SIGNALS:
+            handler = signal.getsignal(signum)
+            if handler in (signal.SIG_IGN, None):
+                continue  # ignored, or not Python's to defer
+            previous[signum] = signal.signal(signum, lambda number, frame: held.append(number))
+    except ValueError:  # not the main thread: the main thread handles the signals
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        previous = {}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if held:
+            signal.raise_signal(held[0])  # delivered now, to the command's own handler
+
+
+def write_outputs(outputs: Sequence[tuple[Path, bytes]], *, read_only: bool = False) -> None:
+    """A command's outputs, one unit. Every output is checked (see check_output), then each is
+    written to its temporary name, and only then are they renamed into place, with SIGINT,
+    SIGTERM and SIGHUP held back until the last rename: an interruption or a failed write
+    leaves either every earlier file or every new one, never some of each. (A SIGKILL or a
+    power cut between two renames can not be held back: Snakemake reruns such a job, and a
+    command run by hand is run again.)"""
+    items = [(Path(path), data) for path, data in outputs]
+    seen: dict[str, str] = {}
+    for path, _ in items:
+        real = _real(path)
+        if real in seen:
+            raise AfbenchError(
+                f"two outputs are one file: {seen[real]} and {path}; give each its own path",
+                file=str(path),
+            )
+        seen[real] = str(path)
+        check_output(path)
+    staged: list[tuple[Path, Path]] = []
+    try:
+        for path, data in items:
+            staged.append((_stage(path, data, read_only=read_only), path))
+    except BaseException:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+        raise
+    done: list[Path] = []
+    with _signals_held():
+        for tmp, path in staged:
+            try:
+                os.replace(tmp, path)
+            except OSError as exc:
+                for left, _ in staged[len(done) :]:
+                    with contextlib.suppress(OSError):
+                        left.unlink(missing_ok=True)
+                rest = [p for _, p in staged[len(done) + 1 :]]
+                raise _rename_failed(path, exc, done, rest) from None
+            done.append(path)
+            if _FILES is not None:
+                _FILES.written.append(str(path))
+
+
+def _rename_failed(path: Path, exc: OSError, done: list[Path], rest: list[Path]) -> AfbenchError:
+    if not done:
+        return _write_failed(path, exc)
+    replaced = ", ".join(str(p) for p in done)
+    kept = ", ".join(str(p) for p in [path, *rest])
+    return AfbenchError(
+        f"cannot write this file: {_reason(exc)}; {replaced} already replaced, {kept} not: "
+        "these outputs are now of two runs; run the command again",
+        file=str(path),
+    )
+
+
 def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> None:
     """Write to a temporary name in the same folder, flush, then rename into place.
 
     A reader (or a crash) never sees a partial file at `path`; a failed write (a full disk, a
     missing permission) is one AfbenchError naming `path` and leaves no temporary file.
     """
-    path = Path(path)
-    tmp_name = _stage(path, data, read_only=read_only)
-    try:
-        os.replace(tmp_name, path)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            tmp_name.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise _write_failed(path, exc) from None
-        raise
+    write_outputs([(Path(path), data)], read_only=read_only)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
@@ -308,37 +616,74 @@ def csv_output(
         raise _encode_error(Path(path), exc) from None
 
 
-def write_outputs(outputs: Sequence[tuple[Path, bytes]]) -> None:
-    """A command's outputs, one unit: every one is written to its temporary name first, and
-    only then are they renamed into place, so a failed write leaves the earlier files."""
-    staged: list[tuple[Path, Path]] = []
-    try:
-        for path, data in outputs:
-            staged.append((_stage(Path(path), data, read_only=False), Path(path)))
-        for tmp, path in staged:
-            os.replace(tmp, path)
-    except BaseException as exc:
-        for tmp, _ in staged:
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise _write_failed(path, exc) from None
-        raise
+# CSV cells: a text cell that a spreadsheet would run as a formula (OWASP: it starts with = + -
+# @, a tab or a carriage return), that starts with the guard itself, or that holds a character
+# that could end a line somewhere (every C0 and C1 control character, DEL, U+2028, U+2029: a
+# lone CR splits a row in many readers, and Python's str.splitlines splits at \x0b, \x1c and
+# \x85 too) is written guarded: a leading "'", then the text with each such character and each
+# backslash written as an escape (\n, \r, \t, \\, \xHH, \uHHHH). Every other cell is written
+# as it is. csv_text_value undoes it exactly, so afbench's own readers read back what was
+# written, and no row of an afbench CSV ever spans two lines.
+SPREADSHEET_GUARD = "'"
+_NEEDS_GUARD = re.compile("^[=+\\-@\t\r']|[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_ESCAPED = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_UNESCAPE = re.compile(r"\\(\\|n|r|t|x[0-9a-f]{2}|u[0-9a-f]{4})")
+_LONG = {"\\": "\\", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _escape(match: re.Match) -> str:
+    char = match.group()
+    short = _SHORT.get(char)
+    if short is not None:
+        return short
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def csv_text(value: str) -> str:
+    """A text cell as afbench writes it into CSV (see above): most text unchanged."""
+    if _NEEDS_GUARD.search(value) is None:
+        return value
+    return SPREADSHEET_GUARD + _ESCAPED.sub(_escape, value)
+
+
+def _unescape(match: re.Match) -> str:
+    code = match.group(1)
+    if code in _LONG:
+        return _LONG[code]
+    return chr(int(code[1:], 16))
+
+
+def csv_text_value(cell: str) -> str:
+    """What csv_text was given: the exact inverse for every cell afbench writes."""
+    if not cell.startswith(SPREADSHEET_GUARD):
+        return cell
+    return _UNESCAPE.sub(_unescape, cell[1:])
 
 
 def spreadsheet_safe(value: object) -> object:
-    """Neutralise a cell a spreadsheet would run as a formula (OWASP CSV injection)."""
-    if isinstance(value, str) and value.startswith(SPREADSHEET_TRIGGERS):
-        return "'" + value
+    """A CSV cell: text as csv_text writes it; anything else as it is."""
+    if isinstance(value, str):
+        return csv_text(value)
     return value
 
 
 def csv_bytes(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
+    """UTF-8 CSV, "\\n" line ends; empty for None; every text cell through csv_text."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([csv_text(h) for h in header])
+    guard = _NEEDS_GUARD.search
     for row in rows:
-        writer.writerow(["" if v is None else spreadsheet_safe(v) for v in row])
+        writer.writerow(
+            [
+                ""
+                if v is None
+                else (csv_text(v) if isinstance(v, str) and guard(v) is not None else v)
+                for v in row
+            ]
+        )
     return buffer.getvalue().encode()
 
 
@@ -361,11 +706,13 @@ def read_json_file(path: Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> ob
 
 
 def _no_duplicates(pairs: list[tuple[str, object]]) -> dict:
-    seen: dict[str, object] = {}
-    for key, value in pairs:
-        if key in seen:
-            raise ValueError(f"duplicate key {key!r}")
-        seen[key] = value
+    seen = dict(pairs)
+    if len(seen) != len(pairs):
+        counted: set[str] = set()
+        for key, _ in pairs:
+            if key in counted:
+                raise ValueError(f"duplicate key {key!r}")
+            counted.add(key)
     return seen
 
 
@@ -378,6 +725,40 @@ def _finite_float(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"number {text} overflows")
     return value
+
+
+# An integer beyond the largest float (1.8e308, 309 digits) is refused, so that no reader ever
+# meets a number it can not convert (math.isfinite(10**400) raises OverflowError). A small
+# document is parsed with every integer checked; a large one (an import of 34,100 records) only
+# when it holds a run of 309 digits, found by mapping every digit to 0 and searching for 309
+# zeros (a literal search: about a millisecond a megabyte).
+_FLOAT_MAX = sys.float_info.max
+_LONG_INTEGER = b"0" * 309
+_DIGITS_AS_ZERO = bytes.maketrans(b"123456789", b"000000000")
+_SMALL_JSON = 1 << 16
+
+
+def _may_hold_long_integer(data: bytes) -> bool:
+    return len(data) < _SMALL_JSON or _LONG_INTEGER in data.translate(_DIGITS_AS_ZERO)
+
+
+def _float_range_int(text: str) -> int:
+    value = int(text)
+    if abs(value) > _FLOAT_MAX:
+        shown = text if len(text) <= 24 else f"{text[:12]}...{text[-6:]} ({len(text)} digits)"
+        raise ValueError(f"integer {shown} is beyond the range of a float")
+    return value
+
+
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates, parse_constant=_no_constant, parse_float=_finite_float
+)
+_CHECKED_DECODER = json.JSONDecoder(
+    object_pairs_hook=_no_duplicates,
+    parse_constant=_no_constant,
+    parse_float=_finite_float,
+    parse_int=_float_range_int,
+)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -404,14 +785,12 @@ def _lone_surrogate(doc: object) -> str | None:
 
 
 def parse_json_bytes(data: bytes, file: str, what: str) -> object:
+    """Strict JSON: UTF-8 (a BOM allowed), no duplicate key, no NaN or Infinity, every number
+    within the range of a float, no lone surrogate; anything else one AfbenchError."""
     try:
         text = data.decode("utf-8-sig")
-        doc = json.loads(
-            text,
-            object_pairs_hook=_no_duplicates,
-            parse_constant=_no_constant,
-            parse_float=_finite_float,
-        )
+        decoder = _CHECKED_DECODER if _may_hold_long_integer(data) else _DECODER
+        doc = decoder.decode(text)
     except UnicodeDecodeError as exc:
         raise AfbenchError(f"{what} is not UTF-8 (byte {exc.start})", file=file) from None
     except RecursionError:

@@ -371,10 +371,36 @@ def _median(values: list[float]) -> float:
     return (ordered[middle - 1] + ordered[middle]) / 2
 
 
+def _check_distinct(imports: list[dict]) -> None:
+    """Each model once: by its slug, and by its results file's bytes (two slugs over one file
+    would count one model's results twice, and every paired test between them would be void)."""
+    slugs: dict[str, int] = {}
+    files: dict[str, str] = {}
+    for imp in imports:
+        slug = imp["model"]
+        if slug in slugs:
+            raise AfbenchError(
+                f"comparison refused: model '{slug}' is given twice; compare each model once",
+                field="model",
+                found=slug,
+            )
+        slugs[slug] = 1
+        digest = imp["inputs"].get(imp["file"])
+        if digest in files:
+            raise AfbenchError(
+                f"comparison refused: models '{files[digest]}' and '{slug}' are one results file "
+                f"(the same bytes, sha256 {digest}); compare each model once",
+                field="model",
+                found=imp["file"],
+            )
+        files[digest] = slug
+
+
 def compare(imports: list[dict], strict_budget: bool) -> dict:
     """The comparison's validity; refused (an error) unless the imports are like for like."""
     if not imports:
         raise AfbenchError("no models to compare")
+    _check_distinct(imports)
     values = {field: {} for field in COMPARED_FIELDS}
     for imp in imports:
         values["task_set"][imp["model"]] = imp["task_set_sha256"]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 from . import harbor
@@ -39,26 +38,25 @@ def check_repository(repository_dir: str | None, revision: str) -> Path:
         )
     if not path.is_dir():
         raise AfbenchError("repository directory does not exist", file=str(path))
-    head = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--verify", "-q", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    toplevel = subprocess.run(
-        ["git", "-C", str(path), "rev-parse", "--show-toplevel"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if head.returncode != 0 or Path(toplevel.stdout.strip()).resolve() != path.resolve():
+    from . import gitrun
+
+    top = gitrun.output(path, "rev-parse", "--show-toplevel").decode("utf-8", "replace").strip()
+    if Path(top).resolve() != path.resolve():
         raise AfbenchError("repository directory is not the top of a git checkout", file=str(path))
-    if head.stdout.strip() != revision:
+    head = gitrun.run(path, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False)
+    if head.returncode != 0:
+        raise AfbenchError(
+            "the checkout has no commit checked out (HEAD names none)",
+            file=str(path),
+            expected=revision,
+        )
+    found = head.stdout.decode("utf-8", "replace").strip()
+    if found != revision:
         raise AfbenchError(
             "checkout is not at the pinned revision",
             file=str(path),
             expected=revision,
-            found=head.stdout.strip(),
+            found=found,
         )
     if not (path / EXPORTER).is_file():
         raise AfbenchError("checkout has no exporter", file=str(path / EXPORTER))

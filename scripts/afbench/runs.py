@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-import re
+import stat
 import sys
 from pathlib import Path
 
@@ -64,13 +64,12 @@ _SECTIONS = ("agent", "environment", "verifier")
 
 
 def read_regular_file(
-    path: Path, what: str, *, max_bytes: int = MAX_INPUT_BYTES, required: bool = True
+    path: Path | str, what: str, *, max_bytes: int = MAX_INPUT_BYTES, required: bool = True
 ) -> bytes | None:
-    """fsutil.read_regular_file (regular files only, never blocking, capped); None for an
-    absent file when not `required`."""
-    if not required and not os.path.lexists(path):
-        return None
-    return fsutil.read_regular_file(Path(path), what, max_bytes)
+    """A regular file's bytes in one open and one fstat (fsutil.read_file_once: never a link,
+    FIFO, device or folder, never blocking, capped); None for an absent file when not
+    `required`. A file that is there but can not be read is an error, never absent."""
+    return fsutil.read_file_once(os.fspath(path), what, max_bytes, missing_ok=not required)
 
 
 def _list_dir(folder: Path, what: str) -> list[os.DirEntry]:
@@ -84,45 +83,11 @@ def _list_dir(folder: Path, what: str) -> list[os.DirEntry]:
 # ----------------------------------------------------------------------------- JSON shapes
 
 
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abcdefABCDEF]")
-
-
-def _lone_surrogate_at(doc: object) -> str | None:
-    """The path of the first string (or key) holding a lone surrogate, which no UTF-8 output
-    can carry; walked without recursion."""
-    stack: list[tuple[object, str]] = [(doc, "")]
-    while stack:
-        value, path = stack.pop()
-        if isinstance(value, str):
-            if not value.isascii():
-                try:
-                    value.encode("utf-8")
-                except UnicodeEncodeError:
-                    return path or "(top level)"
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                where = f"{path}.{key}" if path else key
-                stack.append((key, where))
-                stack.append((item, where))
-        elif isinstance(value, list):
-            stack.extend((item, f"{path}[{i}]") for i, item in enumerate(value))
-    return None
-
-
 def parse_json_input(data: bytes, file: str, what: str) -> object:
-    """Strict JSON (fsutil.parse_json_bytes) that also refuses a lone surrogate escape
-    (`\\ud800`): it would break every UTF-8 artifact written from it."""
-    doc = parse_json_bytes(data, file, what)
-    if _SURROGATE_ESCAPE.search(data):
-        where = _lone_surrogate_at(doc)
-        if where is not None:
-            raise AfbenchError(
-                f"{what} holds a lone surrogate (an unpaired \\uD800-\\uDFFF escape)",
-                file=file,
-                field=where,
-                expected="valid Unicode text",
-            )
-    return doc
+    """Strict JSON (fsutil.parse_json_bytes): UTF-8, no duplicate key, no NaN or Infinity,
+    every number within a float's range, no lone surrogate escape (`\\ud800`, which would
+    break every UTF-8 artifact written from it)."""
+    return parse_json_bytes(data, file, what)
 
 
 def _utf8_path(path: str) -> str:
@@ -590,20 +555,20 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
     }
 
 
-def _job(job_dir: Path) -> dict:
+def _job(job_dir: str) -> dict:
     """A job's config.json (required: it makes a folder a Harbor job directory) and, when
     present, its result.json (the job id)."""
-    file = job_dir / "config.json"
+    file = job_dir + "/config.json"
     data = read_regular_file(file, "Harbor job config", required=False)
     if data is None:
-        raise AfbenchError("not a Harbor job directory (no config.json)", file=str(job_dir))
-    doc = _object(parse_json_input(data, str(file), "Harbor job config"), str(file), "(top level)")
+        raise AfbenchError("not a Harbor job directory (no config.json)", file=job_dir)
+    doc = _object(parse_json_input(data, file, "Harbor job config"), file, "(top level)")
     assert doc is not None
     n_attempts = doc.get("n_attempts", 1)
     if isinstance(n_attempts, bool) or not isinstance(n_attempts, int) or n_attempts < 1:
         raise AfbenchError(
             "n_attempts must be a whole number >= 1",
-            file=str(file),
+            file=file,
             field="n_attempts",
             found=_json_type(n_attempts) if not isinstance(n_attempts, int) else n_attempts,
         )
@@ -611,20 +576,21 @@ def _job(job_dir: Path) -> dict:
     if agents is not None and not (
         isinstance(agents, list) and all(isinstance(a, dict) for a in agents)
     ):
-        raise _shape_error(str(file), "agents", "an array of objects", agents)
-    verifier = _object(doc.get("verifier"), str(file), "verifier") or {}
+        raise _shape_error(file, "agents", "an array of objects", agents)
+    verifier = _object(doc.get("verifier"), file, "verifier") or {}
     disable = verifier.get("disable", False)
     if not isinstance(disable, bool):
-        raise _shape_error(str(file), "verifier.disable", "true or false", disable)
+        raise _shape_error(file, "verifier.disable", "true or false", disable)
     job_id = None
-    result_file = job_dir / "result.json"
+    result_file = job_dir + "/result.json"
     data = read_regular_file(result_file, "Harbor job result", required=False)
     if data is not None:
-        result = parse_json_input(data, str(result_file), "Harbor job result")
-        result = _object(result, str(result_file), "(top level)", nullable=False)
-        job_id = _string(result.get("id"), str(result_file), "id")
+        result = parse_json_input(data, result_file, "Harbor job result")
+        result = _object(result, result_file, "(top level)", nullable=False)
+        job_id = _string(result.get("id"), result_file, "id")
     return {
-        "file": str(file),
+        "dir": job_dir,
+        "file": file,
         "doc": doc,
         "n_attempts": n_attempts,
         "agents": agents,
@@ -633,7 +599,7 @@ def _job(job_dir: Path) -> dict:
     }
 
 
-def _job_trial_config(job: dict, trial: Path) -> dict:
+def _job_trial_config(job: dict, trial: str) -> dict:
     """For an incomplete trial without its own config.json: the job's settings, when the job
     has only one agent (otherwise the trial's configuration can not be told)."""
     agents = job["agents"] or [{}]
@@ -641,7 +607,7 @@ def _job_trial_config(job: dict, trial: Path) -> dict:
         raise AfbenchError(
             f"incomplete trial without config.json in a job with {len(agents)} agents: "
             "its configuration can not be told",
-            file=str(trial),
+            file=trial,
         )
     doc = job["doc"]
     config = {k: doc[k] for k in harbor.TRIAL_SETTINGS if "." not in k and k in doc}
@@ -652,109 +618,275 @@ def _job_trial_config(job: dict, trial: Path) -> dict:
     return config
 
 
-def _incomplete_trial(trial: Path, job: dict) -> dict:
-    """What a trial without result.json tells: its task, name, job and settings."""
-    file = trial / "config.json"
+def _disagree(file: str, field: str, what: str, expected: object, found: object) -> AfbenchError:
+    return AfbenchError(
+        f"the job's own facts disagree: {what}; refusing this trial (a renamed, copied or "
+        "edited trial folder is not the trial Harbor ran)",
+        file=file,
+        field=field,
+        expected=expected,
+        found=found,
+    )
+
+
+def _trial_prefix(task_id: str) -> str:
+    """How Harbor 0.22.0 begins the name of every trial of this task (TrialConfig.
+    generate_trial_name: the task's name, at most 32 characters, then two underscores)."""
+    return task_id.rsplit("/", 1)[-1][:32].rstrip("_-") + "__"
+
+
+def _check_trial_facts(
+    folder: str,
+    file: str,
+    prefix: str,
+    task_id: str,
+    trial_name: str,
+    config_trial_name: object,
+    task_path: object,
+    job_id: object,
+    job: dict,
+) -> None:
+    """A trial's names agree with each other and with its folder and job: the folder is named
+    after the trial, the trial after its task, the task after its path, and the trial's job
+    is the job it sits in."""
+    if trial_name != folder:
+        raise _disagree(
+            file,
+            f"{prefix}trial_name",
+            "the trial folder's name is not its trial's name",
+            folder,
+            trial_name,
+        )
+    if config_trial_name is not None and config_trial_name != trial_name:
+        raise _disagree(
+            file,
+            "config.trial_name",
+            "the trial's config names another trial",
+            trial_name,
+            config_trial_name,
+        )
+    if not trial_name.startswith(_trial_prefix(task_id)):
+        raise _disagree(
+            file,
+            f"{prefix}trial_name",
+            f"the trial is not named after its task '{task_id}'",
+            _trial_prefix(task_id) + "...",
+            trial_name,
+        )
+    if isinstance(task_path, str) and task_path and "/" not in task_id:
+        named = task_path.rstrip("/").rsplit("/", 1)[-1]
+        if named != task_id:
+            raise _disagree(
+                file,
+                "config.task.path",
+                "the trial's task path names another task",
+                f".../{task_id}",
+                task_path,
+            )
+    known = job["job_id"]
+    if known is not None and isinstance(job_id, str) and job_id != known:
+        raise _disagree(
+            file,
+            "config.job_id",
+            "the trial belongs to another job than the folder it is in",
+            f"{known} (the job's result.json)",
+            job_id,
+        )
+
+
+def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
+    """What a trial without result.json tells: its task, name, job and settings (from its own
+    config.json when Harbor wrote one, else from the folder's name and the job)."""
+    file = trial + "/config.json"
     data = read_regular_file(file, "trial config", required=False)
     if data is None:
         return {
-            "task_id": trial.name.split("__")[0],
-            "trial_name": trial.name,
+            "task_id": name.split("__")[0],
+            "trial_name": name,
             "job_id": job["job_id"],
             "settings": trial_settings(_job_trial_config(job, trial), job["file"], ""),
         }
-    doc = _object(parse_json_input(data, str(file), "trial config"), str(file), "(top level)")
+    doc = _object(parse_json_input(data, file, "trial config"), file, "(top level)")
     assert doc is not None
-    task = _object(doc.get("task"), str(file), "task") or {}
-    path = _string(task.get("path"), str(file), "task.path")
-    name = _string(task.get("name"), str(file), "task.name")
+    task = _object(doc.get("task"), file, "task") or {}
+    path = _string(task.get("path"), file, "task.path")
+    task_name = _string(task.get("name"), file, "task.name")
+    trial_name = _string(doc.get("trial_name"), file, "trial_name") or name
+    job_id = _string(doc.get("job_id"), file, "job_id")
+    task_id = path.rstrip("/").rsplit("/", 1)[-1] if path else task_name or name.split("__")[0]
+    _check_trial_facts(name, file, "", task_id, trial_name, None, path, job_id, job)
     return {
-        "task_id": Path(path).name if path else name or trial.name.split("__")[0],
-        "trial_name": _string(doc.get("trial_name"), str(file), "trial_name") or trial.name,
-        "job_id": _string(doc.get("job_id"), str(file), "job_id") or job["job_id"],
-        "settings": trial_settings(doc, str(file), ""),
+        "task_id": task_id,
+        "trial_name": trial_name,
+        "job_id": job_id or job["job_id"],
+        "settings": trial_settings(doc, file, ""),
     }
+
+
+def _trial_folders(job_dir: str) -> list[str]:
+    """The names of a job folder's trial folders, sorted; anything but trial folders and
+    regular job files is refused, and a folder that can not be listed is an error."""
+    names = []
+    try:
+        with os.scandir(job_dir) as entries:
+            for entry in entries:
+                name = entry.name
+                if name.startswith("."):
+                    continue  # not Harbor's (its trial folders are named <task>__<id>)
+                if not name.isascii():
+                    _utf8_path(entry.path)
+                if entry.is_dir(follow_symlinks=False):
+                    names.append(name)
+                elif entry.is_symlink():
+                    raise AfbenchError(
+                        "symbolic link in a Harbor job directory; refusing it (Harbor writes "
+                        "trial folders and job files, never links)",
+                        file=entry.path,
+                    )
+                elif not entry.is_file(follow_symlinks=False):
+                    kind = fsutil.file_kind(entry.stat(follow_symlinks=False).st_mode)
+                    raise AfbenchError(
+                        f"neither a trial folder nor a job file ({kind}); refusing it",
+                        file=entry.path,
+                    )
+    except OSError as exc:
+        raise AfbenchError(
+            f"cannot list the Harbor job directory: {exc.strerror}", file=job_dir
+        ) from None
+    names.sort()
+    return names
+
+
+# the top-level keys of a trial config that hold settings (the rest are in its sections)
+_TOP_SETTINGS = tuple(key for key in harbor.TRIAL_SETTINGS if "." not in key)
 
 
 def read_harbor_job(job_dir: Path) -> list[dict]:
     """Every trial of one Harbor 0.22.0 job directory, with its outcome and configuration.
 
     A symbolic link, FIFO, socket or device in the job directory, and a result.json that is not
-    a regular file, are refused; a trial folder without result.json is `incomplete`."""
-    job_dir = Path(_utf8_path(str(job_dir)))
-    if not job_dir.is_dir():
-        raise AfbenchError("not a Harbor job directory (not a folder)", file=str(job_dir))
+    a regular file, are refused; a trial folder without result.json is `incomplete`; a folder
+    or file that can not be read is an error, never absent. The job's own facts must agree:
+    each trial folder is named after its trial, each trial after its task and its task path,
+    each belongs to this job (its job id), no trial id is there twice, and no task has more
+    trials of a configuration than the job's n_attempts (times its agents).
+
+    Linear in the trials: each result.json is opened once (O_NOFOLLOW) and checked with one
+    fstat, and the settings of a trial config are read once per distinct configuration."""
+    job_dir = _utf8_path(os.fspath(job_dir))
+    try:
+        info = os.stat(job_dir)
+    except FileNotFoundError:
+        raise AfbenchError("not a Harbor job directory (no such folder)", file=job_dir) from None
+    except OSError as exc:
+        raise AfbenchError(
+            f"cannot read the Harbor job directory: {exc.strerror}", file=job_dir
+        ) from None
+    if not stat.S_ISDIR(info.st_mode):
+        raise AfbenchError("not a Harbor job directory (not a folder)", file=job_dir)
     job = _job(job_dir)
-    trials = []
-    for entry in _list_dir(job_dir, "Harbor job directory"):
-        if entry.name.startswith("."):
-            continue  # not Harbor's (its trial folders are named <task>__<id>); never opened
-        _utf8_path(entry.path)
-        if entry.is_symlink():
-            raise AfbenchError(
-                "symbolic link in a Harbor job directory; refusing it (Harbor writes trial "
-                "folders and job files, never links)",
-                file=entry.path,
-            )
-        if entry.is_dir(follow_symlinks=False):
-            trials.append(Path(entry.path))
-        elif not entry.is_file(follow_symlinks=False):
-            kind = fsutil.file_kind(entry.stat(follow_symlinks=False).st_mode)
-            raise AfbenchError(
-                f"neither a trial folder nor a job file ({kind}); refusing it", file=entry.path
-            )
-    progress = Progress(len(trials), f"reading {job_dir.name}")
+    names = _trial_folders(job_dir)
+    prefix = job_dir.rstrip("/") + "/" if job_dir != "/" else "/"
+    n_attempts, disabled = job["n_attempts"], job["verification_disabled"]
+    fallback_job_id = job["job_id"]
+    if fallback_job_id is None:
+        fallback_job_id = f"job at {os.path.realpath(job_dir)}"
+    read = fsutil.read_file_once
+    progress = Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/'))}")
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
-    seen: dict[tuple[str, str], dict] = {}  # (settings, agent_info) -> its configuration
-    for trial in trials:
+    known: dict[str, dict] = {}  # repr of a trial's settings sections -> its configuration
+    trial_ids: dict[str, str] = {}
+    for name in names:
         progress.step()
-        result_file = trial / "result.json"
-        file = str(result_file)
-        data = read_regular_file(result_file, "trial result.json", required=False)
+        trial = prefix + name
+        file = trial + "/result.json"
+        data = read(file, "trial result.json", MAX_INPUT_BYTES, missing_ok=True)
         if data is None:
-            known = _incomplete_trial(trial, job)
+            facts = _incomplete_trial(trial, name, job)
             attempt = {
-                "task_id": known["task_id"],
+                "task_id": facts["task_id"],
                 "outcome": "incomplete",
                 "reward": None,
                 "reason": "no result.json",
                 "cost_usd": None,
-                "trial_name": known["trial_name"],
-                "job_id": known["job_id"] or f"job at {job_dir.resolve()}",
-                "trial_dir": str(trial),
+                "trial_name": facts["trial_name"],
+                "job_id": facts["job_id"] or fallback_job_id,
+                "trial_dir": trial,
                 "task_checksum": None,
             }
-            pending.append((attempt, known["settings"]))
+            pending.append((attempt, facts["settings"]))
             attempts.append(attempt)
             continue
         result = parse_json_input(data, file, "trial result")
-        attempt = classify_trial(result, file, verification_disabled=job["verification_disabled"])
-        config = _object(result.get("config"), file, "config", nullable=False)
-        assert config is not None
-        settings = trial_settings(config, file)
-        task_id = _string(result.get("task_name"), file, "task_name", nullable=False)
-        trial_name = _string(result.get("trial_name"), file, "trial_name", nullable=False)
-        job_id = _string(config.get("job_id"), file, "config.job_id") or job["job_id"]
-        info = _agent_info(result, file)
-        # a fast path only: the configuration's identity is its canonical key
-        cache_key = (repr(settings), repr(info))
-        configuration = seen.get(cache_key)
+        attempt = classify_trial(result, file, verification_disabled=disabled)
+        config = result.get("config")
+        if type(config) is not dict:
+            config = _object(config, file, "config", nullable=False)
+        task_id = result.get("task_name")
+        if type(task_id) is not str:
+            task_id = _string(task_id, file, "task_name", nullable=False)
+        trial_name = result.get("trial_name")
+        if type(trial_name) is not str:
+            trial_name = _string(trial_name, file, "trial_name", nullable=False)
+        job_id = config.get("job_id")
+        if job_id is not None and type(job_id) is not str:
+            job_id = _string(job_id, file, "config.job_id")
+        task = config.get("task")
+        task_path = task.get("path") if type(task) is dict else None
+        _check_trial_facts(
+            name, file, "", task_id, trial_name, config.get("trial_name"), task_path, job_id, job
+        )
+        trial_id = result.get("id")
+        if type(trial_id) is str:
+            if trial_id in trial_ids:
+                raise _disagree(
+                    file,
+                    "id",
+                    f"two trial folders hold the same trial (the other is {trial_ids[trial_id]})",
+                    "a trial id of its own",
+                    trial_id,
+                )
+            trial_ids[trial_id] = trial
+        # settings are read once per configuration: the sections that hold them, as text, key
+        # the configuration already made from them (repr tells 1 from 1.0 and True, so a key
+        # is never shared by two different settings)
+        key = repr(
+            (
+                config.get("agent"),
+                config.get("environment"),
+                config.get("verifier"),
+                [config.get(k) for k in _TOP_SETTINGS],
+                result.get("agent_info"),
+            )
+        )
+        configuration = known.get(key)
         if configuration is None:
-            configuration = harbor_configuration(settings, info, job["n_attempts"])
-            configuration = configurations.setdefault(configuration["key"], configuration)
-            seen[cache_key] = configuration
+            settings = trial_settings(config, file)
+            made = harbor_configuration(settings, _agent_info(result, file), n_attempts)
+            configuration = configurations.setdefault(made["key"], made)
+            known[key] = configuration
+        checksum = result.get("task_checksum")
+        if checksum is not None and type(checksum) is not str:
+            checksum = _string(checksum, file, "task_checksum")
         attempts.append(
             {
                 "task_id": task_id,
-                **attempt,
+                "outcome": attempt["outcome"],
+                "reward": attempt["reward"],
+                "reason": attempt["reason"],
                 "cost_usd": _cost(result, file),
                 "trial_name": trial_name,
-                "job_id": job_id or f"job at {job_dir.resolve()}",
-                "trial_dir": str(trial),
-                "task_checksum": _string(result.get("task_checksum"), file, "task_checksum"),
+                "job_id": job_id or fallback_job_id,
+                "trial_dir": trial,
+                "task_checksum": checksum,
                 "verifier": _verifier_settings(config, file, job["verification_disabled"]),
-                **_configuration_fields(configuration),
+                "configuration": configuration["label"],
+                "agent": configuration["agent"],
+                "agent_version": configuration["agent_version"],
+                "model": configuration["model"],
+                "configuration_details": configuration["details"],
+                "identity": None,
             }
         )
     for attempt, settings in pending:
@@ -775,12 +907,41 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
             if like
             else None
         )
-        configuration = harbor_configuration(settings, info, job["n_attempts"])
+        configuration = harbor_configuration(settings, info, n_attempts)
         configuration = configurations.setdefault(configuration["key"], configuration)
         attempt.update(_configuration_fields(configuration))
     progress.done()
+    _check_attempt_counts(job, attempts)
     check_unique_trials(attempts)
     return attempts
+
+
+def _check_attempt_counts(job: dict, attempts: list[dict]) -> None:
+    """A job runs each task n_attempts times per agent: more trials than that of one task and
+    configuration are not this job's attempts (a trial folder copied in, or two jobs merged),
+    and would be counted as best-of-more under a label that says n_attempts."""
+    limit = job["n_attempts"] * max(1, len(job["agents"] or ()))
+    counts: dict[tuple[str, str], list[str]] = {}
+    for attempt in attempts:
+        counts.setdefault((attempt["task_id"], attempt["configuration"]), []).append(
+            attempt["trial_dir"]
+        )
+    over = [(key, dirs) for key, dirs in counts.items() if len(dirs) > limit]
+    if over:
+        (task_id, label), dirs = over[0]
+        more = f"; and {len(over) - 1} more task(s) like it" if len(over) > 1 else ""
+        shown = ", ".join(os.path.basename(d) for d in dirs[:5])
+        shown += f" and {len(dirs) - 5} more" if len(dirs) > 5 else ""
+        raise AfbenchError(
+            f"the job's own facts disagree: it says n_attempts {job['n_attempts']}"
+            f"{' with ' + str(len(job['agents'])) + ' agents' if job['agents'] else ''}, yet "
+            f"holds {len(dirs)} trials of task '{task_id}' in configuration '{label}' ({shown})"
+            f"{more}; refusing the job (trials copied in, or two jobs in one folder?)",
+            file=job["file"],
+            field="n_attempts",
+            expected=f"at most {limit} trial(s) per task and configuration",
+            found=len(dirs),
+        )
 
 
 def _configuration_fields(configuration: dict) -> dict:

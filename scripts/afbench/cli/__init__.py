@@ -6,12 +6,18 @@
   every value a typed flag, no config read.
 
 Only the command asked for is built and imported, so a job starts fast. Every refusal is one
-line on standard error and exit status 2; never a traceback.
+line on standard error and exit status 2; never a traceback. Every command's files are declared
+by its flags' types (cli.types: input, input folder, output, output folder) and checked before
+it reads anything (fsutil.command_files). SIGINT, SIGTERM and SIGHUP end a command alike: one
+line saying what was and was not replaced, exit status 128 + the signal's number.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
+import signal
 import sys
 
 from ..errors import AfbenchError, printable
@@ -65,7 +71,7 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
             allow_abbrev=False,
         )
-        p.set_defaults(handler=command.run)
+        p.set_defaults(handler=guarded(command.run))
         if wanted(*words):
             command.arguments(p)
 
@@ -98,25 +104,112 @@ def words(argv: list[str]) -> list[str]:
     return words
 
 
+def guarded(run):
+    """A command's body, run with its declared files checked and kept apart (fsutil)."""
+
+    @functools.wraps(run)
+    def handler(args: argparse.Namespace):
+        from ..fsutil import command_files
+        from .types import declared_files
+
+        inputs, outputs, trees, folders = declared_files(vars(args))
+        with command_files(inputs, outputs, trees, folders):
+            return run(args)
+
+    return handler
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT, SIGTERM or SIGHUP: the command stops where it is, as Ctrl-C stops it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _interrupt(signum, frame):
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _stop_signals():
+    """SIGTERM and SIGHUP handled as SIGINT is, for the command's run (then as before)."""
+    previous = {}
+    try:
+        for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+            number = getattr(signal, name, None)
+            if number is not None:
+                previous[number] = signal.signal(number, _interrupt)
+    except ValueError:  # not the main thread: signals stay as they are
+        pass
+    try:
+        yield
+    finally:
+        for number, handler in previous.items():
+            with contextlib.suppress(KeyboardInterrupt):  # one arriving now: the command is done
+                signal.signal(number, handler)
+
+
+def _shown(paths: list[str]) -> str:
+    text = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
+    return printable(text, 2000)
+
+
+def _written_before() -> str:
+    """What a failed command had already written (a command of several write steps)."""
+    from ..fsutil import written_outputs
+
+    written = written_outputs()
+    return f" (written before this error, each whole: {_shown(written)})" if written else ""
+
+
+def _interrupted_message(signum: int) -> str:
+    from ..fsutil import written_outputs
+
+    name = signal.Signals(signum).name
+    written = written_outputs()
+    if not written:
+        return f"afbench: interrupted by {name}; nothing was replaced"
+    return (
+        f"afbench: interrupted by {name} after writing {_shown(written)} (each whole); "
+        "nothing else was replaced"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    try:
-        args = build_parser(words(argv)).parse_args(argv)
-    except SystemExit as done:  # --help, or argparse's refusal (already printed)
-        return done.code if isinstance(done.code, int) else 2
-    try:
-        for line in args.handler(args) or []:
-            print(printable(f"afbench: warning: {line}", 4000), file=sys.stderr)
-    except AfbenchError as exc:
-        print(f"afbench: error: {exc}", file=sys.stderr)
-        return 2
-    except OSError as exc:
-        where = f"{exc.filename}: " if exc.filename else ""
-        print(printable(f"afbench: error: {where}{exc.strerror or exc}", 4000), file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("afbench: interrupted; nothing partial was left at a final path", file=sys.stderr)
-        return 130
+    with _stop_signals():
+        try:
+            args = build_parser(words(argv)).parse_args(argv)
+        except SystemExit as done:  # --help, or argparse's refusal (already printed)
+            return done.code if isinstance(done.code, int) else 2
+        except KeyboardInterrupt as stop:
+            signum = getattr(stop, "signum", signal.SIGINT)
+            print(_interrupted_message(signum), file=sys.stderr)
+            return 128 + signum
+        from ..fsutil import command_files
+
+        # the command's own scope is opened by its handler; this outer one only keeps what was
+        # written for the interruption message
+        with command_files():
+            try:
+                for line in args.handler(args) or []:
+                    print(printable(f"afbench: warning: {line}", 4000), file=sys.stderr)
+            except AfbenchError as exc:
+                print(f"afbench: error: {exc}{_written_before()}", file=sys.stderr)
+                return 2
+            except OSError as exc:
+                where = f"{exc.filename}: " if exc.filename else ""
+                print(
+                    printable(f"afbench: error: {where}{exc.strerror or exc}", 4000)
+                    + _written_before(),
+                    file=sys.stderr,
+                )
+                return 2
+            except KeyboardInterrupt as stop:
+                signum = getattr(stop, "signum", signal.SIGINT)
+                print(printable(_interrupted_message(signum), 4000), file=sys.stderr)
+                return 128 + signum
     return 0
 
 

@@ -22,8 +22,11 @@ from .actions import (
     verified_entries,
 )
 
-FILE = {"type": Path, "metavar": "FILE"}
-FILES = {"type": Path, "metavar": "FILE", "action": "append", "default": []}
+# every path flag says whether the job reads it or writes it (cli.types; checked by the CLI)
+FILE = {"type": types.input_path, "metavar": "FILE"}
+FILES = {"type": types.input_path, "metavar": "FILE", "action": "append", "default": []}
+OUT = {"type": types.output_path, "metavar": "FILE"}
+OUTS = {"type": types.output_path, "metavar": "FILE", "action": "append", "default": []}
 CONDITIONS = ("source-present", "source-free")
 
 
@@ -34,7 +37,7 @@ class Job(NamedTuple):
 
 
 def _output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output", required=True, **FILE)
+    p.add_argument("--output", required=True, **OUT)
 
 
 def _columns(p: argparse.ArgumentParser, flag: str, kind: str) -> None:
@@ -81,8 +84,8 @@ def _write_json(path: Path, obj: object) -> None:
 
 # --- stage 1: the release ---------------------------------------------------------------------
 def _build_demo_upstream_args(p):
-    p.add_argument("--release-files", required=True, type=Path, metavar="DIR")
-    p.add_argument("--output", required=True, type=Path, metavar="DIR")
+    p.add_argument("--release-files", required=True, type=types.input_path, metavar="DIR")
+    p.add_argument("--output", required=True, type=types.output_dir(), metavar="DIR")
 
 
 def build_demo_upstream(args):
@@ -226,7 +229,11 @@ def verify_release(args):
 
 def _discover_release_args(p):
     p.add_argument(
-        "--checkout", required=True, metavar="DIR", help="empty: none configured (an error)"
+        "--checkout",
+        required=True,
+        type=types.optional_input_path,
+        metavar="DIR",
+        help="empty: none configured (an error)",
     )
     p.add_argument("--revision", required=True, type=types.commit)
     p.add_argument("--pin", action="append", default=[], type=types.release_file)
@@ -241,8 +248,8 @@ def _discover_release_args(p):
     p.add_argument(
         "--display-name", action="append", default=[], type=types.pair(), metavar="SLUG=NAME"
     )
-    p.add_argument("--discovery", required=True, **FILE)
-    p.add_argument("--fragment", required=True, **FILE)
+    p.add_argument("--discovery", required=True, **OUT)
+    p.add_argument("--fragment", required=True, **OUT)
 
 
 def discover_release(args):
@@ -382,8 +389,8 @@ def _compare_models_args(p):
     )
     p.add_argument("--strict-budget", required=True, type=types.boolean)
     _published_args(p)
-    p.add_argument("--summary", required=True, **FILE)
-    p.add_argument("--leaderboard", required=True, **FILE)
+    p.add_argument("--summary", required=True, **OUT)
+    p.add_argument("--leaderboard", required=True, **OUT)
 
 
 def _published_args(p: argparse.ArgumentParser) -> None:
@@ -451,7 +458,7 @@ def compare_models_job(args):
 # --- stage 5: local runs --------------------------------------------------------------------
 def _run_outputs(p: argparse.ArgumentParser) -> None:
     for key in ("summary", "outcomes", "attempts"):
-        p.add_argument(f"--{key}", required=True, **FILE)
+        p.add_argument(f"--{key}", required=True, **OUT)
 
 
 def _import_run_args(p):
@@ -462,7 +469,7 @@ def _import_run_args(p):
         "--path",
         required=True,
         action="append",
-        type=Path,
+        type=types.input_tree,
         metavar="DIR",
         help="a Harbor job folder or a verdict folder (repeatable)",
     )
@@ -474,7 +481,7 @@ def _import_run_args(p):
 def _task_checksums(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--task-checksums",
-        type=Path,
+        type=types.input_path,
         metavar="FILE",
         help="the exporter's output for the selection (checksum-tasks): without it no run is "
         "certified conformant",
@@ -543,9 +550,9 @@ def _render_report_args(p):
     p.add_argument("--run", help="a local run's summary.json (repeatable)", **FILES)
     p.add_argument("--confidence", required=True, type=types.confidence)
     p.add_argument("--settings-digest", required=True, type=types.sha256)
-    p.add_argument("--html", required=True, **FILE)
-    p.add_argument("--analysis", required=True, **FILE)
-    p.add_argument("--figure", required=True, help="a figure; its stem names it", **FILES)
+    p.add_argument("--html", required=True, **OUT)
+    p.add_argument("--analysis", required=True, **OUT)
+    p.add_argument("--figure", required=True, help="a figure; its stem names it", **OUTS)
     p.add_argument("--ledger", help="the executed trials' cost ledger", **FILE)
 
 
@@ -566,8 +573,8 @@ def render_report_job(args):
 
 
 def _write_artifact_manifest_args(p):
-    p.add_argument("files", nargs="+", type=Path, metavar="FILE")
-    p.add_argument("--root", required=True, type=Path, metavar="DIR")
+    p.add_argument("files", nargs="+", type=types.input_path, metavar="FILE")
+    p.add_argument("--root", required=True, type=types.input_path, metavar="DIR")
     p.add_argument("--revision", required=True, type=types.commit)
     p.add_argument("--config-digest", required=True, type=types.sha256)
     _output(p)
@@ -646,7 +653,7 @@ def _run_trial_args(p):
         help="the run's ceiling (empty: none; an agent that may call a model needs one)",
     )
     p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
-    p.add_argument("--output", required=True, help="the trial receipt", **FILE)
+    p.add_argument("--output", required=True, help="the trial receipt", **OUT)
 
 
 def run_trial(args):

@@ -41,7 +41,7 @@ def _config_flag(p: argparse.ArgumentParser) -> None:
         "--config",
         action="append",
         default=[],
-        type=Path,
+        type=types.input_path,
         metavar="FILE",
         help="config YAML (repeatable; later files merge over earlier; default: the packaged "
         "official config)",
@@ -209,7 +209,7 @@ def _fetch_args(p):
     p.add_argument(
         RELEASE,
         required=True,
-        type=Path,
+        type=types.output_dir("receipt.json"),
         metavar="DIR",
         help="fetch MANIFEST, SOURCES (and models) into DIR and write DIR/receipt.json",
     )
@@ -241,8 +241,10 @@ def fetch(args):
 
 def _tasks_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
-    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
+    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
     _selection_flags(p)
 
 
@@ -254,7 +256,9 @@ def tasks(args):
 
 def _plan_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
     p.add_argument(
         "--repository-dir",
         required=True,
@@ -272,7 +276,7 @@ def _plan_args(p):
     p.add_argument(
         "--model", type=types.model, help="provider/model, required for agents other than nop"
     )
-    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
 
 def plan(args):
@@ -301,7 +305,9 @@ def plan(args):
 
 def _import_results_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
     _model_flags(p, required=True)
     p.add_argument(
         "--source-condition",
@@ -327,7 +333,7 @@ def _import_results_args(p):
         help="refuse the comparison if an import differs from what the authors published "
         "(config: release.published, models.<slug>.published_passes)",
     )
-    p.add_argument("--output", required=True, type=Path, metavar="FILE")
+    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
 
 def import_results(args):
@@ -368,9 +374,11 @@ def import_results(args):
 
 
 def _verdict_args(p):
-    p.add_argument("--path", required=True, type=Path, help="the verdict JSON file")
+    p.add_argument("--path", required=True, type=types.input_path, help="the verdict JSON file")
     p.add_argument("--task", required=True, type=types.name, help="the task the verdict is for")
-    p.add_argument("--output", type=Path, help="write the import here (default: standard output)")
+    p.add_argument(
+        "--output", type=types.output_path, help="write the import here (default: standard output)"
+    )
 
 
 def verdict(args):
@@ -393,8 +401,12 @@ def verdict(args):
 # --- the other user commands ------------------------------------------------------------------
 def _verify_args(p):
     _config_flag(p)
-    p.add_argument(RELEASE, required=True, type=Path, metavar="DIR", help="a fetched release")
-    p.add_argument("--output", type=Path, metavar="FILE", help="default: DIR/receipt.json")
+    p.add_argument(
+        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
+    )
+    p.add_argument(
+        "--output", type=types.output_path, metavar="FILE", help="default: DIR/receipt.json"
+    )
 
 
 def verify(args):
@@ -411,14 +423,14 @@ def verify(args):
 
 
 def _import_run_args(p):
-    p.add_argument("--selection", required=True, type=Path, metavar="FILE")
+    p.add_argument("--selection", required=True, type=types.input_path, metavar="FILE")
     p.add_argument("--name", required=True, type=types.name, help="the run's name")
     p.add_argument("--kind", required=True, choices=["harbor", "verdicts"])
     p.add_argument(
         "--path",
         required=True,
         action="append",
-        type=Path,
+        type=types.input_tree,
         metavar="DIR",
         help="a Harbor job folder or a verdict folder (repeatable)",
     )
@@ -429,7 +441,7 @@ def _import_run_args(p):
     )
     p.add_argument(
         "--task-checksums",
-        type=Path,
+        type=types.input_path,
         metavar="FILE",
         help="the exporter's output for the selection (`afbench job checksum-tasks`), which "
         "the trials' task checksums are compared with; without it no run is certified "
@@ -438,7 +450,7 @@ def _import_run_args(p):
     p.add_argument(
         "--output-dir",
         required=True,
-        type=Path,
+        type=types.output_dir(*RUN_FILES.values()),
         metavar="DIR",
         help="writes summary.json, outcomes.csv and attempts.csv there",
     )
@@ -458,20 +470,30 @@ def import_run_command(args):
 
 
 def _report_args(p):
-    p.add_argument("--summary", required=True, type=Path, metavar="FILE")
+    p.add_argument("--summary", required=True, type=types.input_path, metavar="FILE")
     p.add_argument(
-        "--import", dest="imports", action="append", required=True, type=Path, metavar="FILE"
+        "--import",
+        dest="imports",
+        action="append",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
     )
-    p.add_argument("--catalog", required=True, type=Path, metavar="FILE")
-    p.add_argument("--receipt", required=True, type=Path, metavar="FILE")
+    p.add_argument("--catalog", required=True, type=types.input_path, metavar="FILE")
+    p.add_argument("--receipt", required=True, type=types.input_path, metavar="FILE")
     p.add_argument(
-        "--run", action="append", default=[], type=Path, metavar="FILE", help="repeatable"
+        "--run",
+        action="append",
+        default=[],
+        type=types.input_path,
+        metavar="FILE",
+        help="repeatable",
     )
     p.add_argument("--confidence", default=0.95, type=types.confidence)
     p.add_argument(
         "--output-dir",
         required=True,
-        type=Path,
+        type=types.output_dir(*REPORT_FILES.values()),
         metavar="DIR",
         help="writes index.html, analysis.json and figures/*.svg there",
     )
@@ -497,7 +519,7 @@ def _export_args(p):
     p.add_argument(
         "--root",
         required=True,
-        type=Path,
+        type=types.input_tree,
         metavar="DIR",
         help="an artifact directory (results/<revision>); artifacts are found by their kind",
     )
@@ -510,7 +532,7 @@ def _export_args(p):
     p.add_argument(
         "--output-dir",
         required=True,
-        type=Path,
+        type=types.output_dir(),
         metavar="OUT",
         help="writes OUT/<table>.csv or .parquet",
     )
@@ -552,11 +574,13 @@ def _power_args(p):
     )
     p.add_argument(
         "--root",
-        type=Path,
+        type=types.input_tree,
         metavar="DIR",
         help="an artifact folder (results/<revision>) holding the two models' imports",
     )
-    p.add_argument("--output", type=Path, metavar="FILE", help="also write the plan as JSON")
+    p.add_argument(
+        "--output", type=types.output_path, metavar="FILE", help="also write the plan as JSON"
+    )
 
 
 def power(args):
@@ -604,11 +628,13 @@ def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
 
 def _discover_args(p):
     _config_flag(p)
-    p.add_argument("--checkout", required=True, type=Path, help="a git checkout of upstream")
+    p.add_argument(
+        "--checkout", required=True, type=types.input_path, help="a git checkout of upstream"
+    )
     p.add_argument(
         "--output-dir",
-        default=Path("."),
-        type=Path,
+        default=".",
+        type=types.output_dir("discovery.json", "discovered.yaml"),
         metavar="DIR",
         help="writes discovery.json and discovered.yaml there (default: .)",
     )
@@ -622,7 +648,7 @@ def discover(args):
 
 
 def _demo_generate_args(p):
-    p.add_argument("--out", required=True, type=Path, help="output folder")
+    p.add_argument("--out", required=True, type=types.output_dir(), help="output folder")
 
 
 def demo_generate(args):
@@ -634,11 +660,11 @@ def demo_generate(args):
 def _demo_repo_args(p):
     p.add_argument(
         "--release-files",
-        default=Path("resources/demo-release"),
-        type=Path,
+        default="resources/demo-release",
+        type=types.input_path,
         help="the demo release files to commit (default: resources/demo-release)",
     )
-    p.add_argument("--out", required=True, type=Path, help="the repository's folder")
+    p.add_argument("--out", required=True, type=types.output_dir(), help="the repository's folder")
 
 
 def demo_repo(args):

@@ -9,6 +9,7 @@ import argparse
 import math
 import re
 from collections.abc import Callable
+from pathlib import PosixPath
 
 from ..errors import AfbenchError, printable
 
@@ -280,3 +281,81 @@ def stratified(args: argparse.Namespace) -> dict | None:
             expected="--stratified-tasks N --stratified-seed S",
         )
     return None if tasks is None else {"tasks": tasks, "seed": seed}
+
+
+# --- paths: every file or folder flag says whether the command reads it or writes it ----------
+# The command line collects them (cli.declared_files) and hands them to fsutil.command_files
+# before the command reads anything: an output that is one of the inputs, that lies inside an
+# input folder, that is named twice or that is not a regular file is refused there, naming both
+# paths. A test keeps every path flag of every command one of these.
+class InputPath(PosixPath):
+    """A file or folder the command reads."""
+
+
+class InputTree(InputPath):
+    """A folder whose whole content the command reads (a Harbor job, an artifact folder):
+    nothing may be written inside it."""
+
+
+class OutputPath(PosixPath):
+    """A file the command writes."""
+
+
+class OutputDir(PosixPath):
+    """A folder the command writes into; `files` are the names it writes there, as far as they
+    are known before the command runs (the rest are checked as they are written)."""
+
+    files: tuple[str, ...] = ()
+
+
+def _path(kind: type, value: str) -> PosixPath:
+    if not value or "\x00" in value:
+        raise _refuse("a path", value)
+    return kind(value)
+
+
+def input_path(value: str) -> InputPath:
+    return _path(InputPath, value)
+
+
+def optional_input_path(value: str) -> InputPath | None:
+    """A path the command reads, or nothing when empty (a setting left unset)."""
+    return input_path(value) if value else None
+
+
+def input_tree(value: str) -> InputTree:
+    return _path(InputTree, value)
+
+
+def output_path(value: str) -> OutputPath:
+    return _path(OutputPath, value)
+
+
+def output_dir(*files: str):
+    """A folder the command writes `files` into."""
+
+    def convert(value: str) -> OutputDir:
+        folder = _path(OutputDir, value)
+        folder.files = files
+        return folder
+
+    return _named("output folder", convert)
+
+
+def declared_files(values: dict) -> tuple[list, list, list, list]:
+    """The inputs, output files, input trees and output folders among a parsed command's
+    values."""
+    inputs, outputs, trees, folders = [], [], [], []
+    for value in values.values():
+        for item in value if isinstance(value, list) else [value]:
+            if isinstance(item, InputTree):
+                trees.append(item)
+                inputs.append(item)
+            elif isinstance(item, InputPath):
+                inputs.append(item)
+            elif isinstance(item, OutputPath):
+                outputs.append(item)
+            elif isinstance(item, OutputDir):
+                folders.append(item)
+                outputs.extend(PosixPath(item) / name for name in item.files)
+    return inputs, outputs, trees, folders
