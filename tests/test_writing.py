@@ -860,6 +860,9 @@ def test_compare_refuses_the_same_model_twice_by_slug_or_by_content(tmp_path):
         f"--import={a}",
         f"--import={a}",
         "--strict-budget=false",
+        "--published-source=",
+        "--published-task-rows=",
+        "--strict-published=false",
         f"--summary={tmp_path / 's.json'}",
         f"--leaderboard={tmp_path / 'b.csv'}",
     )
@@ -874,6 +877,9 @@ def test_compare_refuses_the_same_model_twice_by_slug_or_by_content(tmp_path):
         f"--import={a}",
         f"--import={twin}",
         "--strict-budget=false",
+        "--published-source=",
+        "--published-task-rows=",
+        "--strict-published=false",
         f"--summary={tmp_path / 's.json'}",
         f"--leaderboard={tmp_path / 'b.csv'}",
     )

@@ -105,15 +105,6 @@ def variable(value: str) -> str:
     return value
 
 
-def optional(convert: Callable[[str], object]):
-    """`convert`'s value, or None when empty (a null setting)."""
-
-    def wrapped(value: str) -> object:
-        return None if value == "" else convert(value)
-
-    return _named(getattr(convert, "__name__", "value"), wrapped)
-
-
 def number(minimum: float = 0, *, above: bool = False, below: float | None = None):
     """A finite decimal number >= minimum (> with `above`; < `below` if given)."""
     bound = f"> {minimum:g}" if above else f">= {minimum:g}"
