@@ -3,11 +3,13 @@ audit, and comparisons refused unless they are like for like."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
 
 from .budget import budget_audit
 from .csvtable import (
+    FIRST_ROW,
     cost_column,
     first_rows,
     int_column,
@@ -57,7 +59,7 @@ BOOLEANS = {"true": True, "false": False}
 _BAD = object()
 
 
-def _finished_column(column, found: list, order: int, file: str) -> list[str | None]:
+def _finished_column(texts: list[str], rows: list[int], found: list, order: int, file: str):
     """finished_at: ISO-8601 date or datetime, or empty (unknown)."""
 
     def parse(text: str) -> object:
@@ -66,22 +68,21 @@ def _finished_column(column, found: list, order: int, file: str) -> list[str | N
         except ValueError:
             return _BAD
 
-    values = per_distinct(column.to_numpy().tolist(), parse)
+    values = per_distinct(texts, parse)
     if _BAD in values:
         for i, value in enumerate(values):
             if value is _BAD:
-                row = int(column.index[i])
                 found.append(
                     (
-                        row,
+                        rows[i],
                         order,
                         Problem(
                             "not an ISO-8601 date or datetime",
                             file=file,
-                            row=row,
+                            row=rows[i],
                             field="finished_at",
                             expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                            found=column.iat[i],
+                            found=texts[i],
                         ),
                     )
                 )
@@ -98,18 +99,14 @@ def parse_results(
 ) -> tuple[list[dict], dict, list[str]]:
     """Validated per-task records; every problem in the file is reported, not just the first.
 
-    Checked column-wise (pandas); the problems come out in row order and, within a row, in
-    the order of the checks, followed by the file-level ones."""
+    Checked column by column; the problems come out in row order and, within a row, in the
+    order of the checks, followed by the file-level ones."""
     with paused_gc():
         return _parse_results(data, file, mapping, manifest, pinned_condition)
 
 
 def _parse_results(data, file, mapping, manifest, pinned_condition):
-    import numpy as np
-    import pandas as pd
-
     table = read_table(data, file, mapping)
-    frame = table.frame
     found: list = []
 
     def bad(row: int, order: int, field: str, message: str, expected=None, value=None):
@@ -121,28 +118,38 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             )
         )
 
-    def text(field: str) -> list[str]:
-        return rows[field].to_numpy().tolist()
-
     # task ids: each once, each in the MANIFEST (a repeat is reported as such, not as unknown)
-    task_ids = frame["task_id"].to_numpy().tolist()
+    task_ids = table.columns["task_id"]
     tasks = list(map(manifest.get, task_ids))
-    repeats = first_rows(frame["task_id"])
-    valid = np.ones(len(task_ids), dtype=bool)
-    for i, first in repeats:
+    valid = [True] * len(task_ids)
+    for i, first in first_rows(task_ids):
         valid[i] = False
-        bad(i + 2, 0, "task_id", f"duplicate task_id (first at row {first})", value=task_ids[i])
+        bad(
+            i + FIRST_ROW,
+            0,
+            "task_id",
+            f"duplicate task_id (first at row {first + FIRST_ROW})",
+            value=task_ids[i],
+        )
     if None in tasks:
         for i, task in enumerate(tasks):
             if task is None and valid[i]:
                 valid[i] = False
-                bad(i + 2, 0, "task_id", "unknown task_id (not in MANIFEST)", value=task_ids[i])
-    if valid.all():
-        rows = frame
+                bad(
+                    i + FIRST_ROW,
+                    0,
+                    "task_id",
+                    "unknown task_id (not in MANIFEST)",
+                    value=task_ids[i],
+                )
+    if False in valid:
+        kept = [i for i, ok in enumerate(valid) if ok]
+        column = {field: [texts[i] for i in kept] for field, texts in table.columns.items()}
+        tasks = [tasks[i] for i in kept]
+        numbers = [i + FIRST_ROW for i in kept]
     else:
-        rows = frame[valid]
-        tasks = [task for task, keep in zip(tasks, valid.tolist(), strict=True) if keep]
-    numbers = rows.index.tolist()
+        column = table.columns
+        numbers = range(FIRST_ROW, FIRST_ROW + len(task_ids))
 
     # the MANIFEST's own columns, unchanged
     source_ids = [t["source_id"] for t in tasks]
@@ -154,7 +161,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         "n_obligations": list(map(as_text.__getitem__, n)),
     }
     for order, field in enumerate(expected, start=1):
-        actual = text(field)
+        actual = column[field]
         if actual != expected[field]:
             for i, (want, got) in enumerate(zip(expected[field], actual, strict=True)):
                 if want != got:
@@ -162,15 +169,23 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
                     bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
 
     # the model's outcome: success, obligations, cost, stop reason, finish time
-    success_text = text("success")
+    success_text = column["success"]
     success = list(map(BOOLEANS.get, success_text))
     if None in success:
         for i, won in enumerate(success):
             if won is None:
                 bad(numbers[i], 4, "success", "not a boolean", "true or false", success_text[i])
-    accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
-    cost = cost_column(rows["cost_usd"], found, 6, file=file)
-    stop = text("stop_reason")
+    accepted = int_column(
+        column["obligations_accepted"],
+        numbers,
+        found,
+        5,
+        file=file,
+        field="obligations_accepted",
+        maximum=n,
+    )
+    cost = cost_column(column["cost_usd"], numbers, found, 6, file=file, field="cost_usd")
+    stop = column["stop_reason"]
     empty = per_distinct(stop, lambda reason: not reason.strip())
     solved = per_distinct(stop, lambda reason: reason == "solved")
     won_all = [won is True for won in success]
@@ -196,19 +211,18 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
                     total,
                     got,
                 )
-    else:  # every row is a clean true/false, so only a short success is left to find
-        for i in np.flatnonzero(
-            np.array(won_all, dtype=bool) & (np.array(accepted) != np.array(n))
-        ).tolist():
-            bad(
-                numbers[i],
-                9,
-                "obligations_accepted",
-                "a success needs every obligation accepted",
-                n[i],
-                accepted[i],
-            )
-    finished = _finished_column(rows["finished_at"], found, 10, file)
+    elif accepted != n:  # every row is a clean true/false, so only a short success is left
+        for i, (won, got, total) in enumerate(zip(won_all, accepted, n, strict=True)):
+            if won and got != total:
+                bad(
+                    numbers[i],
+                    9,
+                    "obligations_accepted",
+                    "a success needs every obligation accepted",
+                    total,
+                    got,
+                )
+    finished = _finished_column(column["finished_at"], numbers, found, 10, file)
 
     # file-level: every MANIFEST task present, the constant columns constant
     after = []
@@ -225,24 +239,24 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         )
     constants = {}
     for field in CONSTANT_FIELDS if numbers else ():
-        values = text(field)
+        values = column[field]
         if values.count(values[0]) == len(values):
             constants[field] = values[0]
             continue
-        codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
-        common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
-        constants[field] = uniques[common]
-        for i in np.flatnonzero(codes != common).tolist():
-            after.append(
-                Problem(
-                    "must be constant within the file (most rows differ)",
-                    file=file,
-                    row=numbers[i],
-                    field=field,
-                    expected=constants[field],
-                    found=values[i],
+        # the most common value; a tie goes to the value seen first
+        constants[field] = Counter(values).most_common(1)[0][0]
+        for i, value in enumerate(values):
+            if value != constants[field]:
+                after.append(
+                    Problem(
+                        "must be constant within the file (most rows differ)",
+                        file=file,
+                        row=numbers[i],
+                        field=field,
+                        expected=constants[field],
+                        found=value,
+                    )
                 )
-            )
     if constants.get("source_condition", pinned_condition) != pinned_condition:
         after.append(
             Problem(
@@ -266,7 +280,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             "finished_at": when,
         }
         for task_id, source_id, won, total, got, usd, reason, when in zip(
-            text("task_id"), source_ids, success, n, accepted, cost, stop, finished, strict=True
+            column["task_id"], source_ids, success, n, accepted, cost, stop, finished, strict=True
         )
     ]
     return records, constants, table.extra_columns
