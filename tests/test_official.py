@@ -189,3 +189,30 @@ def test_comparison_refuses_different_scaffolds(fetched_config):
     imports[1]["task_set_sha256"] = "0" * 64
     with pytest.raises(AfbenchError, match="differ in task_set"):
         summarize(imports, strict_budget=False)
+
+
+def test_import_results_streams_models_into_the_bytes_of_the_whole_record(fetched_config, tmp_path):
+    """The seed's one-process import keeps one model at a time: its file is byte for byte the
+    record written whole, with each model as the pipeline's import-model job writes it."""
+    from afbench.cli.actions import totals
+    from afbench.fsutil import json_bytes
+    from afbench.records import OFFICIAL_REFERENCE, record
+
+    out = tmp_path / "reference.json"
+    afbench(
+        "import-results",
+        "--release-dir",
+        release_dir(fetched_config),
+        "--all-models",
+        "--output",
+        out,
+        cfg=fetched_config,
+    )
+    models = [import_model(fetched_config, slug) for slug in fetched_config["models"]]
+    whole = record(OFFICIAL_REFERENCE, summary=summarize([totals(m) for m in models], False))
+    assert out.read_bytes() == json_bytes({**whole, "models": models})
+    lines = out.read_bytes().splitlines()
+    assert (
+        sum(line.startswith(b'    {"kind": "afbench official results import"') for line in lines)
+        == 9
+    )

@@ -191,8 +191,9 @@ def _write_failed(path: Path, exc: OSError) -> AfbenchError:
     return AfbenchError(f"cannot write this file: {reason}; nothing was written", file=str(path))
 
 
-def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
-    """`data` written and flushed to a temporary name beside `path`; its name is returned."""
+def _stage(path: Path, data: bytes | Iterable[bytes], *, read_only: bool) -> Path:
+    """`data` (bytes, or an iterable of byte chunks) written and flushed to a temporary name
+    beside `path`; its name is returned."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -207,7 +208,8 @@ def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
         raise _write_failed(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for chunk in (data,) if isinstance(data, bytes) else data:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp_name, 0o444 if read_only else 0o644)
@@ -220,8 +222,11 @@ def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
     return tmp_name
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> None:
-    """Write to a temporary name in the same folder, flush, then rename into place.
+def atomic_write_bytes(
+    path: Path, data: bytes | Iterable[bytes], *, read_only: bool = False
+) -> None:
+    """Write to a temporary name in the same folder, flush, then rename into place. `data` may
+    be an iterable of chunks, for a file too large to hold in memory at once.
 
     A reader (or a crash) never sees a partial file at `path`; a failed write (a full disk, a
     missing permission) is one AfbenchError naming `path` and leaves no temporary file.
@@ -271,6 +276,30 @@ def json_bytes(obj: object) -> bytes:
     task record) per line, deeper values compact. Much faster than indent= on large records,
     which makes the json module fall back to its pure-Python encoder."""
     return (_layout(obj, 0) + "\n").encode()
+
+
+def json_around(obj: dict, key: str) -> tuple[bytes, bytes]:
+    """json_bytes(obj) in two parts, for a long list of dicts at its last key `key` (depth 1)
+    written one element at a time: the bytes before the first element and after the last.
+    Between them, each element's json_element(), joined by JSON_ELEMENT_SEPARATOR."""
+    if list(obj)[-1] != key:
+        raise ValueError(f"{key!r} is not the last key")
+    text = json_bytes({**obj, key: [{}]})
+    placeholder = b"{}\n  ]\n}\n"
+    if not text.endswith(b"    " + placeholder):  # pragma: no cover - a change of _layout
+        raise ValueError("json_bytes no longer lays a list of dicts out one per line")
+    return text[: -len(placeholder)], placeholder[2:]
+
+
+JSON_ELEMENT_SEPARATOR = b",\n    "
+
+
+def json_element(obj: dict, path: Path) -> bytes:
+    """One element of the list json_around() leaves out, as json_bytes lays it out there."""
+    try:
+        return _compact(obj).encode()
+    except UnicodeEncodeError as exc:
+        raise _encode_error(Path(path), exc) from None
 
 
 def _encode_error(path: Path, exc: UnicodeEncodeError) -> AfbenchError:
