@@ -46,6 +46,7 @@ def test_demo_pipeline_end_to_end(demo_project):
     strict.write_text("import: {strict_budget: true}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(strict)) == {
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
@@ -105,6 +106,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "verify_release": 1,
         "import_model": 1,
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
@@ -116,13 +118,15 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     write_config(root, cfg)
     assert planned(root, *args) == {
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
     }
     snakemake(root, *args)
 
-    # a local run added: its import, the report and the audit
+    # a local run added: its import, the report and the audit; the figures do not show local
+    # runs, so they are not redrawn
     verdicts = mirror.parent / "verdicts"
     verdicts.mkdir()
     (verdicts / "v.json").write_text(

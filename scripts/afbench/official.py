@@ -3,9 +3,13 @@ audit, and comparisons refused unless they are like for like."""
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
+from operator import itemgetter
+from pathlib import Path
+from typing import NamedTuple
 
 from .budget import budget_audit
 from .csvtable import (
@@ -376,6 +380,95 @@ def summarize_model(catalog, model, records, constants, budget_usd, entry, extra
         "task_set_sha256": canonical_digest(sorted(r["task_id"] for r in records)),
         "records": records,
     }
+
+
+class Outcomes(NamedTuple):
+    """A model import without its records, and its records' task, source and success: what
+    the comparison and the report read of an import."""
+
+    totals: dict
+    task_ids: list[str]
+    source_ids: list[str]
+    successes: list[bool]
+
+
+def outcomes(imp: dict, file: str = "model import") -> Outcomes:
+    """An import's outcomes, from the import in memory."""
+    records = imp.get("records")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise AfbenchError("not a list of per-task records", file=file, field="records")
+    try:
+        return Outcomes(
+            {k: v for k, v in imp.items() if k != "records"},
+            [r["task_id"] for r in records],
+            [r["source_id"] for r in records],
+            [bool(r["success"]) for r in records],
+        )
+    except KeyError as missing:
+        raise AfbenchError("a record without this field", file=file, field=str(missing)) from None
+
+
+# How summarize_model's import is laid out by fsutil.json_bytes: `records` last, one record a
+# line. A file in exactly this form (no escape anywhere; every value of the form afbench writes)
+# is read by one regular expression instead of being built into 34,100 dicts; any other text
+# is read by the strict JSON reader. Every line matched is valid JSON with distinct keys,
+# finite numbers and no escapes, so what is accepted and what is read are the same either way.
+_TEXT = r'[^"\\\x00-\x1f]*+'  # a JSON string's characters that need no escape
+_INT = r"-?+(?:0|[1-9][0-9]{0,17}+)"  # at most 18 digits: never refused as too long
+_NUMBER = _INT + r"(?:\.[0-9]++)?(?:[eE][+-]?[0-9]{1,2}+)?"  # a 2-digit exponent: finite
+_RECORD = re.compile(
+    rf'^    \{{"task_id": "({_TEXT})", "source_id": "({_TEXT})", "success": (true|false), '
+    rf'"n_obligations": {_INT}, "obligations_accepted": {_INT}, "cost_usd": {_NUMBER}, '
+    rf'"stop_reason": "{_TEXT}", "finished_at": (?:null|"{_TEXT}")\}}(?:,\n|\Z)',
+    re.MULTILINE,
+)
+_RECORDS_START = '\n  "records": [\n'
+_RECORDS_END = "\n  ]\n}\n"
+
+
+def read_outcomes(path: Path | str) -> Outcomes:
+    """A model import's outcomes, read as strictly as read_record reads the whole import."""
+    from .fsutil import MAX_JSON_BYTES, parse_json_bytes, read_regular_file
+    from .records import checked, what
+
+    data = read_regular_file(Path(path), what(MODEL_IMPORT), MAX_JSON_BYTES)
+    read = _outcomes_as_written(data, str(path))
+    if read is not None:
+        return read
+    imp = checked(parse_json_bytes(data, str(path), what(MODEL_IMPORT)), path, MODEL_IMPORT)
+    return outcomes(imp, str(path))
+
+
+def _outcomes_as_written(data: bytes, file: str) -> Outcomes | None:
+    """The outcomes of an import laid out as afbench writes it, or None for any other text.
+
+    The text is its head (every key but `records`), then the records. The head is read by the
+    strict reader with an empty list in the records' place (JSON's grammar makes the whole text
+    valid if and only if that is, the records being valid values); each record line must match
+    _RECORD, anchored at a line start and running to the line's end, so as many matches as
+    lines cover the records exactly."""
+    from .fsutil import parse_json_bytes
+    from .records import checked, what
+
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return None
+    start = text.rfind(_RECORDS_START)
+    if start < 0 or "\\" in text or not text.endswith(_RECORDS_END):
+        return None
+    first, end = start + len(_RECORDS_START), len(text) - len(_RECORDS_END)
+    found = _RECORD.findall(text, first, end)  # ^ holds at `first`: a line starts there
+    if len(found) != text.count("\n", first, end) + 1:
+        return None
+    head = (text[:start] + '\n  "records": []\n}\n').encode()
+    try:
+        imp = checked(parse_json_bytes(head, file, what(MODEL_IMPORT)), file, MODEL_IMPORT)
+    except AfbenchError:
+        return None  # the strict reader of the whole text words the refusal
+    del imp["records"]
+    task_ids, source_ids, success = (list(map(itemgetter(i), found)) for i in range(3))
+    return Outcomes(imp, task_ids, source_ids, list(map("true".__eq__, success)))
 
 
 def _median(values: list[float]) -> float:

@@ -50,13 +50,14 @@ rule import_executed:
         "--attempts={output.attempts:q} 2> {log:q}"
 
 
+# the figures show the models' numbers only: the executed report embeds the report's own
 use rule render_report as render_executed_report with:
     input:
         **report_inputs([*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]),
+        figures=rules.render_figures.output.figures,
     output:
         html=f"{REPORT}/executed/index.html",
         analysis=f"{REPORT}/executed/analysis.json",
-        figures=[f.replace(f"{REPORT}/", f"{REPORT}/executed/") for f in report_figures()],
     log:
         f"{LOGS}/render_executed_report.log",
 
