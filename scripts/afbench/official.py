@@ -31,6 +31,21 @@ REPORTED_NOTE = (
     "condition as pinned), taken as given. It is not a local capability score and "
     "is never merged with local runs."
 )
+RESULT_FIELDS = (
+    "task_id",
+    "source_id",
+    "target_declaration",
+    "n_obligations",
+    "success",
+    "obligations_accepted",
+    "cost_usd",
+    "stop_reason",
+    "source_condition",
+    "scaffold",
+    "tools",
+    "stopping_policy",
+    "finished_at",
+)  # a results file's fields, each mapped to a column (the schema's columns.results)
 CONSTANT_FIELDS = ("source_condition", "scaffold", "tools", "stopping_policy")
 COMPARED_FIELDS = ("task_set", *CONSTANT_FIELDS, "budget_usd")
 
