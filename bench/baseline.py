@@ -69,7 +69,7 @@ def main(out: str, config_paths: list[str]) -> None:
             cfg["release"]["nominal_budget_usd"],
         )
         write_json(root / f"import-{slug}.json", imp)
-        imports.append(compact(imp))
+        imports.append(compact(official.outcomes(imp)))
         totals.append({k: v for k, v in imp.items() if k != "records"})
     summary = official.summarize(totals, cfg["import"]["strict_budget"])
     write_json(root / "summary.json", summary)

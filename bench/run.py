@@ -408,7 +408,20 @@ def interactive(sides: dict[str, Side]) -> None:
             None,
             env,
         )
+    out = root / "baseline"
+    work["baseline"] = (
+        [sys.executable, REPO / "bench/baseline.py", out, "config/demo.yaml"],
+        root,
+        lambda: shutil.rmtree(out, ignore_errors=True),
+    )
     got = side_by_side(5, work)
+    row(
+        "interactive",
+        "single-process baseline (bench/baseline.py: the whole pipeline in one process)",
+        got["baseline"],
+        "< 1 s",
+        _ok(got["baseline"].seconds < 1),
+    )
     for command, key in (("tasks", "tasks"), ("import-results", "import")):
         r, t = got[f"{key}-new"], got[f"{key}-today"]
         row(
