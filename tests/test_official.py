@@ -222,8 +222,8 @@ def test_import_results_streams_models_into_the_bytes_of_the_whole_record(fetche
 
 
 @pytest.fixture(scope="module")
-def written_import(tmp_path_factory, release_files, demo_yaml) -> bytes:
-    """One model's import as `afbench job import-model` writes it."""
+def written(tmp_path_factory, release_files, demo_yaml) -> tuple[bytes, dict]:
+    """One model's import as `afbench job import-model` writes it, and its catalog."""
     base = tmp_path_factory.mktemp("outcomes")
     mirror = write_tree(base / "m", release_files)
     cfg = config_for(
@@ -231,7 +231,13 @@ def written_import(tmp_path_factory, release_files, demo_yaml) -> bytes:
     )
     fetch_release(cfg)
     import_model(cfg, MODEL)
-    return next((base / "r").rglob(f"imports/{MODEL}.json")).read_bytes()
+    catalog = json.loads(next((base / "r").rglob("tasks/catalog.json")).read_text())
+    return next((base / "r").rglob(f"imports/{MODEL}.json")).read_bytes(), catalog
+
+
+@pytest.fixture(scope="module")
+def written_import(written) -> bytes:
+    return written[0]
 
 
 def strictly(data: bytes):
@@ -262,24 +268,30 @@ JSON_BITS += [b'"records": [], ', b"9" * 30, b"\xc3\xa9", b"\xef\xbb\xbf"]
         max_size=3,
     )
 )
-def test_outcomes_read_by_layout_are_what_the_strict_reader_reads(written_import, edits):
+def test_outcomes_read_by_layout_are_what_the_strict_reader_reads(written, edits):
     """The report's fast reading of an import (one regular expression over the records, when
     the file is laid out as afbench writes it) never accepts what the strict reader refuses,
     nor reads anything else: it gives the strict reader's outcomes or leaves the file to it."""
-    from afbench.official import _outcomes_as_written
+    from afbench.official import _outcomes_as_written, task_order
 
-    data = written_import
+    data, catalog = written
     for position, kind, payload in edits:
         data = prop.mutate(data, position, kind, payload)
     fast = _outcomes_as_written(data, "f")
     assert fast is None or fast == strictly(data)
+    in_order = _outcomes_as_written(data, "f", task_order(catalog))
+    assert in_order is None or in_order == strictly(data)
 
 
-def test_outcomes_are_read_by_layout_and_a_repeated_key_is_refused(written_import, tmp_path):
-    from afbench.official import _outcomes_as_written, read_outcomes
+def test_outcomes_are_read_by_layout_and_a_repeated_key_is_refused(written, tmp_path):
+    from afbench.official import _outcomes_as_written, read_outcomes, task_order
 
+    written_import, catalog = written
     fast = _outcomes_as_written(written_import, "f")
     assert fast is not None and fast == strictly(written_import)
+    order = task_order(catalog)
+    in_order = _outcomes_as_written(written_import, "f", order)
+    assert in_order == fast and in_order.task_ids is order.task_ids
     assert len(fast.task_ids) == 341 and fast.successes.count(True) == fast.totals["passes"]
     inside = written_import.replace(
         b', "success": true,', b', "success": false, "success": true,', 1

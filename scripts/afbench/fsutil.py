@@ -8,6 +8,7 @@ import errno
 import glob
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -267,7 +268,11 @@ def _layout(obj: object, depth: int) -> str:
         items = [f"{pad}{_compact(key)}: {_layout(value, depth + 1)}" for key, value in obj.items()]
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
     if depth < 2 and isinstance(obj, list) and obj and all(isinstance(v, dict | list) for v in obj):
-        return "[\n" + ",\n".join(pad + _compact(v) for v in obj) + "\n" + "  " * depth + "]"
+        if _C_ENCODE is None:  # pragma: no cover
+            lines = map(_compact, obj)
+        else:  # the C encoder called from C for each element (34,100 task records)
+            lines = map("".join, map(_C_ENCODE, obj, itertools.repeat(0)))
+        return "[\n" + pad + (",\n" + pad).join(lines) + "\n" + "  " * depth + "]"
     return _compact(obj)
 
 

@@ -425,65 +425,92 @@ def outcomes(imp: dict, file: str = "model import") -> Outcomes:
 
 # How summarize_model's import is laid out by fsutil.json_bytes: `records` last, one record a
 # line. A file in exactly this form (no escape anywhere; every value of the form afbench writes)
-# is read by one regular expression instead of being built into 34,100 dicts; any other text
-# is read by the strict JSON reader. Every line matched is valid JSON with distinct keys,
-# finite numbers and no escapes, so what is accepted and what is read are the same either way.
-_TEXT = r'[^"\\\x00-\x1f]*+'  # a JSON string's characters that need no escape
-_INT = r"-?+(?:0|[1-9][0-9]{0,17}+)"  # at most 18 digits: never refused as too long
-_NUMBER = _INT + r"(?:\.[0-9]++)?(?:[eE][+-]?[0-9]{1,2}+)?"  # a 2-digit exponent: finite
-_RECORD = re.compile(
-    rf'^    \{{"task_id": "({_TEXT})", "source_id": "({_TEXT})", "success": (true|false), '
-    rf'"n_obligations": {_INT}, "obligations_accepted": {_INT}, "cost_usd": {_NUMBER}, '
-    rf'"stop_reason": "{_TEXT}", "finished_at": (?:null|"{_TEXT}")\}}(?:,\n|\Z)',
+# is read by one regular expression over its bytes instead of being built into 34,100 dicts;
+# any other text is read by the strict JSON reader. Every line matched is valid JSON with
+# distinct keys, finite numbers and no escapes, so what is accepted and what is read are the
+# same either way.
+_TEXT = rb'[^"\\\x00-\x1f]*+'  # a JSON string's characters that need no escape
+_INT = rb"-?+(?:0|[1-9][0-9]{0,17}+)"  # at most 18 digits: never refused as too long
+_NUMBER = _INT + rb"(?:\.[0-9]++)?(?:[eE][+-]?[0-9]{1,2}+)?"  # a 2-digit exponent: finite
+_KEY_SEPARATOR = '", "source_id": "'
+_RECORD = re.compile(  # groups: the text from task id to source id; the success
+    rb'^    \{"task_id": "(' + _TEXT + _KEY_SEPARATOR.encode() + _TEXT + rb')", '
+    rb'"success": (true|false), "n_obligations": ' + _INT + rb", "
+    rb'"obligations_accepted": ' + _INT + rb', "cost_usd": ' + _NUMBER + rb", "
+    rb'"stop_reason": "' + _TEXT + rb'", "finished_at": (?:null|"' + _TEXT + rb'")\}(?:,\n|\Z)',
     re.MULTILINE,
 )
-_RECORDS_START = '\n  "records": [\n'
-_RECORDS_END = "\n  ]\n}\n"
+_RECORDS_START = b'\n  "records": [\n'
+_RECORDS_END = b"\n  ]\n}\n"
 
 
-def read_outcomes(path: Path | str) -> Outcomes:
-    """A model import's outcomes, read as strictly as read_record reads the whole import."""
+class TaskOrder(NamedTuple):
+    """A catalog's tasks in order, as an import's records are compared with them first."""
+
+    task_ids: list[str]
+    source_ids: list[str]
+    keys: list[bytes]  # each task's record text from its task id to its source id
+
+
+def task_order(catalog: dict) -> TaskOrder:
+    task_ids = [t["task_id"] for t in catalog["tasks"]]
+    source_ids = [t["source_id"] for t in catalog["tasks"]]
+    keys = [f"{t}{_KEY_SEPARATOR}{s}".encode() for t, s in zip(task_ids, source_ids, strict=True)]
+    return TaskOrder(task_ids, source_ids, keys)
+
+
+def read_outcomes(path: Path | str, order: TaskOrder | None = None) -> Outcomes:
+    """A model import's outcomes, read as strictly as read_record reads the whole import.
+    With the catalog's `order`, records in that order share its lists of ids."""
     from .fsutil import MAX_JSON_BYTES, parse_json_bytes, read_regular_file
     from .records import checked, what
 
     data = read_regular_file(Path(path), what(MODEL_IMPORT), MAX_JSON_BYTES)
-    read = _outcomes_as_written(data, str(path))
+    read = _outcomes_as_written(data, str(path), order)
     if read is not None:
         return read
     imp = checked(parse_json_bytes(data, str(path), what(MODEL_IMPORT)), path, MODEL_IMPORT)
     return outcomes(imp, str(path))
 
 
-def _outcomes_as_written(data: bytes, file: str) -> Outcomes | None:
+def _outcomes_as_written(data: bytes, file: str, order: TaskOrder | None = None) -> Outcomes | None:
     """The outcomes of an import laid out as afbench writes it, or None for any other text.
 
     The text is its head (every key but `records`), then the records. The head is read by the
     strict reader with an empty list in the records' place (JSON's grammar makes the whole text
     valid if and only if that is, the records being valid values); each record line must match
     _RECORD, anchored at a line start and running to the line's end, so as many matches as
-    lines cover the records exactly."""
+    lines cover the records exactly. A task id and a source id hold no quote, so the text
+    between them is theirs alone."""
     from .fsutil import parse_json_bytes
     from .records import checked, what
 
+    if b"\\" in data:
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return None
+    start = data.rfind(_RECORDS_START)
+    if start < 0 or not data.endswith(_RECORDS_END):
+        return None
+    first, end = start + len(_RECORDS_START), len(data) - len(_RECORDS_END)
+    found = _RECORD.findall(data, first, end)  # ^ holds at `first`: a line starts there
+    if len(found) != data.count(b"\n", first, end) + 1:
+        return None
     try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return None
-    start = text.rfind(_RECORDS_START)
-    if start < 0 or "\\" in text or not text.endswith(_RECORDS_END):
-        return None
-    first, end = start + len(_RECORDS_START), len(text) - len(_RECORDS_END)
-    found = _RECORD.findall(text, first, end)  # ^ holds at `first`: a line starts there
-    if len(found) != text.count("\n", first, end) + 1:
-        return None
-    head = (text[:start] + '\n  "records": []\n}\n').encode()
-    try:
-        imp = checked(parse_json_bytes(head, file, what(MODEL_IMPORT)), file, MODEL_IMPORT)
+        head = parse_json_bytes(data[:start] + b'\n  "records": []\n}\n', file, what(MODEL_IMPORT))
+        imp = checked(head, file, MODEL_IMPORT)
     except AfbenchError:
         return None  # the strict reader of the whole text words the refusal
     del imp["records"]
-    task_ids, source_ids, success = (list(map(itemgetter(i), found)) for i in range(3))
-    return Outcomes(imp, task_ids, source_ids, list(map("true".__eq__, success)))
+    keys = list(map(itemgetter(0), found))
+    successes = list(map(b"true".__eq__, map(itemgetter(1), found)))
+    if order is not None and keys == order.keys:
+        return Outcomes(imp, order.task_ids, order.source_ids, successes)
+    ids = [key.decode().split(_KEY_SEPARATOR) for key in keys]
+    return Outcomes(imp, [i for i, _ in ids], [s for _, s in ids], successes)
 
 
 def _median(values: list[float]) -> float:

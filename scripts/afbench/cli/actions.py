@@ -112,15 +112,15 @@ def _report_inputs(
     """The comparison, the catalog, the receipt, and each model import reduced to what the
     analysis needs (one at a time: its records are never all held), all checked current."""
     from ..analysis import check_current, compactor, import_problems, receipt_pins
-    from ..official import read_outcomes
+    from ..official import read_outcomes, task_order
 
     summary = read_record(summary_path, SUMMARY)
     catalog = read_record(catalog_path, CATALOG)
     receipt = read_record(receipt_path, RECEIPT)
-    compact, pins = compactor(catalog), receipt_pins(receipt)
+    compact, order, pins = compactor(catalog), task_order(catalog), receipt_pins(receipt)
     imports = []
     for path in map(str, import_paths):
-        read = read_outcomes(path)
+        read = read_outcomes(path, order)
         current = not import_problems([(path, read.totals)], catalog, pins)
         imports.append((path, compact(read, path) if current else read.totals))
     check_current((str(summary_path), summary), imports, catalog, receipt)  # refuses the rest
