@@ -397,14 +397,45 @@ def summarize_model(catalog, model, records, constants, budget_usd, entry, extra
     }
 
 
-class Outcomes(NamedTuple):
+class Outcomes:
     """A model import without its records, and its records' task, source and success: what
-    the comparison and the report read of an import."""
+    the comparison and the report read of an import. Read from a file, the ids are made only
+    when asked for (the comparison needs the totals alone)."""
 
-    totals: dict
-    task_ids: list[str]
-    source_ids: list[str]
-    successes: list[bool]
+    def __init__(self, totals: dict, task_ids, source_ids, successes: list[bool]) -> None:
+        self.totals, self.successes = totals, successes
+        self._ids = (task_ids, source_ids)
+
+    @classmethod
+    def from_keys(cls, totals: dict, keys: list[bytes], successes: list[bool]) -> Outcomes:
+        made = cls(totals, None, None, successes)
+        made._keys = keys
+        return made
+
+    def _pairs(self) -> tuple[list[str], list[str]]:
+        if self._ids[0] is None:
+            ids = [key.decode().split(_KEY_SEPARATOR) for key in self._keys]
+            self._ids = ([i for i, _ in ids], [s for _, s in ids])
+        return self._ids
+
+    @property
+    def task_ids(self) -> list[str]:
+        return self._pairs()[0]
+
+    @property
+    def source_ids(self) -> list[str]:
+        return self._pairs()[1]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcomes):
+            return NotImplemented
+        return (self.totals, self._pairs(), self.successes) == (
+            other.totals,
+            other._pairs(),
+            other.successes,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def outcomes(imp: dict, file: str = "model import") -> Outcomes:
@@ -509,8 +540,7 @@ def _outcomes_as_written(data: bytes, file: str, order: TaskOrder | None = None)
     successes = list(map(b"true".__eq__, map(itemgetter(1), found)))
     if order is not None and keys == order.keys:
         return Outcomes(imp, order.task_ids, order.source_ids, successes)
-    ids = [key.decode().split(_KEY_SEPARATOR) for key in keys]
-    return Outcomes(imp, [i for i, _ in ids], [s for _, s in ids], successes)
+    return Outcomes.from_keys(imp, keys, successes)
 
 
 def _median(values: list[float]) -> float:
