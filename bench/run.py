@@ -669,8 +669,9 @@ def top_scale(sides: dict[str, Side], notes: dict) -> None:
     html = measure(new.render_report(), root)
     row(section, "the pipeline's render-figures job (new)", figures, "reference")
     row(section, "the pipeline's render-report job, figures read (new)", html, "reference")
-    same = (new.out / "html/index.html").read_bytes() == (new.out / "jobs/index.html").read_bytes()
-    notes["report_jobs_same"] = same
+    # the jobs' HTML shows the settings digest the rule passes; the seed's says "not given"
+    jobs = (new.out / "jobs/index.html").read_text().replace("0" * 64, "not given")
+    notes["report_jobs_same"] = (new.out / "html/index.html").read_text() == jobs
 
 
 def growth(sides: dict[str, Side], notes: dict) -> None:
@@ -896,7 +897,8 @@ def explain(sides: dict[str, Side], notes: dict) -> str:
         f"{seed['new'].seconds:.1f} s and {seed['new'].mib:.0f} MiB (today "
         f"{seed['today'].seconds:.1f} s and {seed['today'].mib:.0f} MiB). `afbench report` "
         f"{report['new'].cpu:.2f} s CPU (today {report['today'].cpu:.2f} s). The pipeline's "
-        "two report jobs give the same HTML as `afbench report`: "
+        "two report jobs give the same HTML as `afbench report` (but for the settings digest "
+        "the rule passes): "
         f"{'yes' if notes['report_jobs_same'] else 'NO'}.",
         "",
         "### Paired tests (bench/stats_speed.py)",
