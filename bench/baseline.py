@@ -74,7 +74,7 @@ def main(out: str, config_paths: list[str]) -> None:
             cfg["release"]["nominal_budget_usd"],
         )
         write_json(root / f"import-{slug}.json", imp)
-        imports.append(compact(imp))
+        imports.append(compact(official.outcomes(imp)))
         totals.append(official.reduced(imp))
     summary = official.summarize(
         totals,

@@ -1,10 +1,23 @@
-"""afbench benchmarks (`make bench`): the pipeline's cost at the official size, side by side with
-its orchestration floor and a single-process baseline, and its growth with scale. Prints each
-figure as it is measured and writes bench/results.md. Work files go to bench/work/
-(git-ignored).
+"""afbench benchmarks (`make bench`): every speed target measured side by side in one run,
+with CPU time (user + system of the whole process tree) beside wall time, and results.md
+written from that run. Work files go to bench/work/ (git-ignored).
 
-Every ratio is measured side by side in one run (the two sides alternate), in the same
-environment: Snakemake imports pandas whenever it is installed, so both sides pay for it."""
+Three sides are measured, each with its own package and workflow:
+
+  new       this work tree;
+  today     commit TODAY (the code before this round), from `git archive`;
+  previous  commit PREVIOUS (the round before), from `git archive`.
+
+An older side runs from its archive with its `scripts/` first on PYTHONPATH, so this venv's
+`afbench` entry point and Snakemake's `import afbench` load that commit's package (as
+bench/import_speed.py runs an older package); the installed libraries are the same on every
+side (Snakemake imports pandas whenever it is installed, so every side pays for that). The two
+sides of a ratio alternate within each round.
+
+bench/stats_speed.py (the report's exact McNemar tests at 45 and 200 models) runs as part of
+this bench; so does bench/harbor_speed.py (the Harbor reader against the previous round's, on
+the same job folder) when it exists: its output is printed and copied into results.md as it
+stands. It may build its folder with harbor_jobs(trials, task_ids) from this module."""
 
 from __future__ import annotations
 
@@ -22,6 +35,7 @@ import statistics
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
@@ -31,8 +45,12 @@ REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "work"
 BIN = Path(sys.executable).parent
 SNAKEMAKE, AFBENCH = str(BIN / "snakemake"), str(BIN / "afbench")
+TODAY, PREVIOUS = "3ffd83b", "8109c16"
 # the rules call `afbench` from PATH: the venv's bin comes first, as `make` sets it
-ENV = {**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+ENV = {
+    **{k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}",
+}
 sys.path.insert(0, str(REPO / "scripts"))
 
 from afbench import demo  # noqa: E402
@@ -48,64 +66,50 @@ MEASURE = (
 )
 
 
-# Snakemake's no-op, in phases: each function's time (the outermost call of each), in-process.
-PHASES = """
-import json, sys, time
-started = time.perf_counter()
-import snakemake.cli, snakemake.common.configfile as configfile, snakemake.utils
-from snakemake.workflow import Workflow
-imported = time.perf_counter()
-spent = {}
-
-def timed(owner, name, label):
-    real, depth = getattr(owner, name), [0]
-    def wrapper(*args, **kwargs):
-        depth[0] += 1
-        start = time.perf_counter()
-        try:
-            return real(*args, **kwargs)
-        finally:
-            depth[0] -= 1
-            if not depth[0]:
-                spent[label] = spent.get(label, 0) + time.perf_counter() - start
-    setattr(owner, name, wrapper)
-
-timed(snakemake.cli, "parse_args", "arguments and profile")
-include = Workflow.include
-
-def include_with_workflow(self, *args, **kwargs):
-    # validate() finds the workflow in its caller's globals: the wrapper's are these
-    globals()["workflow"] = self
-    return include(self, *args, **kwargs)
-
-Workflow.include = include_with_workflow
-timed(Workflow, "include", "Snakefile and rule files (parse, run, validate)")
-timed(snakemake.utils, "validate", "config validation (of which)")
-timed(Workflow, "_build_dag", "DAG (jobs, params, metadata checks)")
-timed(Workflow, "execute", "execute (DAG included)")
-loader = configfile._load_configfile
-timed(configfile, "_load_configfile", "YAML/JSON files read by Snakemake")
-snakemake.utils._load_configfile = configfile._load_configfile
-sys.argv = ["snakemake", *sys.argv[1:]]
-try:
-    snakemake.cli.main()
-except SystemExit:
-    pass
-spent["Snakemake's imports"] = imported - started
-spent["in main() in all"] = time.perf_counter() - imported
-print(json.dumps(spent))
-"""
+# --- the sides ------------------------------------------------------------------------------
+@dataclass
+class Side:
+    name: str  # new, today, previous
+    label: str
+    root: Path  # workflow/, profiles/, config/, resources/, scripts/
+    env: dict
 
 
-def phases(cmd: list[str], cwd: Path, n: int = 3) -> dict[str, float]:
-    """Median seconds per phase of a Snakemake run (PHASES)."""
-    runs = []
-    for _ in range(n):
-        out = run([sys.executable, "-c", PHASES, *cmd], cwd).stdout.strip().splitlines()[-1]
-        runs.append(json.loads(out))
-    return {key: statistics.median(r.get(key, 0.0) for r in runs) for key in runs[0]}
+def byte_compile(scripts: Path) -> None:
+    """The package's bytecode, as `pip install` writes it for an installed package (and as
+    Python writes it on a first run): no side pays for compiling in its first job."""
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(scripts)], check=True)
 
 
+def archived(ref: str, name: str, label: str) -> Side:
+    """The tree at `ref` (what a project needs), unpacked, its package first on PYTHONPATH."""
+    root = WORK / "refs" / ref
+    if not (root / "scripts/afbench").is_dir():
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        parts = ["workflow", "profiles", "config", "resources", "scripts", "environment.yml"]
+        archive = subprocess.run(
+            ["git", "archive", ref, *parts], cwd=REPO, check=True, capture_output=True
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(root)], input=archive, check=True)
+    byte_compile(root / "scripts")
+    side = Side(name, label, root, {**ENV, "PYTHONPATH": str(root / "scripts")})
+    where = run([sys.executable, "-c", "import afbench; print(afbench.__file__)"], env=side.env)
+    if not where.stdout.strip().startswith(str(root)):
+        raise RuntimeError(f"{label}: afbench loaded from {where.stdout.strip()}")
+    return side
+
+
+def sides() -> dict[str, Side]:
+    byte_compile(REPO / "scripts")
+    return {
+        "new": Side("new", "this tree", REPO, ENV),
+        "today": archived(TODAY, "today", f"today ({TODAY})"),
+        "previous": archived(PREVIOUS, "previous", f"previous round ({PREVIOUS})"),
+    }
+
+
+# --- measuring ------------------------------------------------------------------------------
 class Run:
     """One command's wall seconds, CPU seconds (user + system, children included) and peak
     resident MiB (its largest process)."""
@@ -113,8 +117,11 @@ class Run:
     def __init__(self, seconds: float, cpu: float, mib: float) -> None:
         self.seconds, self.cpu, self.mib = seconds, cpu, mib
 
+    def __add__(self, other: Run) -> Run:
+        return Run(self.seconds + other.seconds, self.cpu + other.cpu, max(self.mib, other.mib))
 
-def measure(cmd: list[str], cwd: Path, env: dict | None = None) -> Run:
+
+def measure(cmd: list, cwd: Path, env: dict | None = None) -> Run:
     """One command in a fresh process."""
     out = subprocess.run(
         [sys.executable, "-c", MEASURE, str(cwd), *map(str, cmd)],
@@ -137,63 +144,49 @@ def medians(runs: list[Run]) -> Run:
     )
 
 
-def side_by_side(n: int, sides: dict[str, tuple]) -> dict[str, Run]:
-    """`n` rounds; in each, every side (command, folder, before[, environment]) runs once,
+def side_by_side(n: int, work: dict[str, tuple]) -> dict[str, Run]:
+    """`n` rounds; in each, every entry (command, folder, before[, environment]) runs once,
     after its `before`, in turn."""
-    runs: dict[str, list[Run]] = {name: [] for name in sides}
+    runs: dict[str, list[Run]] = {name: [] for name in work}
     for _ in range(n):
-        for name, (cmd, cwd, before, *env) in sides.items():
+        for name, (cmd, cwd, before, *env) in work.items():
             if before:
                 before()
             runs[name].append(measure(cmd, cwd, *env))
     return {name: medians(r) for name, r in runs.items()}
 
 
-PACKAGE = REPO / "scripts" / "afbench"
-
-
-def byte_compile() -> None:
-    """The package's bytecode, as `pip install` writes it for an installed package and as
-    Python writes it on a first run (unless PYTHONDONTWRITEBYTECODE is set: an editable
-    install under that setting compiles every module in every job)."""
-    subprocess.run([sys.executable, "-m", "compileall", "-q", str(PACKAGE)], check=True)
-
-
-def no_bytecode() -> None:
-    shutil.rmtree(PACKAGE / "__pycache__", ignore_errors=True)
-
-
-NO_BYTECODE = {**ENV, "PYTHONDONTWRITEBYTECODE": "1"}
-
-
-def run(cmd: list, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    result = subprocess.run([str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, env=ENV)
+def run(cmd: list, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [str(c) for c in cmd], cwd=cwd, capture_output=True, text=True, env=env or ENV
+    )
     if result.returncode != 0:
         raise RuntimeError(f"{cmd} failed:\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}")
     return result
 
 
-ROWS: list[tuple[str, str, str, str, str]] = []
+ROWS: list[tuple[str, ...]] = []
 
 
-def row(section: str, what: str, seconds: float, target: str = "", result: str = "") -> None:
-    ROWS.append((section, what, f"{seconds:.3f}", target, result))
-    print(f"{section:14} | {what:58} | {seconds:8.3f} | {target} | {result}", flush=True)
+def row(section: str, what: str, r: Run | float, target: str = "", result: str = "") -> None:
+    seconds, cpu = (r.seconds, f"{r.cpu:.3f}") if isinstance(r, Run) else (r, "")
+    ROWS.append((section, what, f"{seconds:.3f}", cpu, target, result))
+    print(f"{section:13} | {what:62} | {seconds:8.3f} | {cpu:>8} | {target} | {result}", flush=True)
 
 
 def _ok(flag: bool) -> str:
     return "met" if flag else "MISSED"
 
 
-# --- the demo at the official size ---------------------------------------------------------
-def project(name: str) -> Path:
+# --- the demo at the official size ----------------------------------------------------------
+def project(side: Side, name: str) -> Path:
     root = WORK / name
     if root.exists():
         shutil.rmtree(root)
     root.mkdir(parents=True)
     for part in ("workflow", "profiles", "config", "resources"):
-        shutil.copytree(REPO / part, root / part)
-    shutil.copy(REPO / "environment.yml", root)
+        shutil.copytree(side.root / part, root / part)
+    shutil.copy(side.root / "environment.yml", root)
     return root
 
 
@@ -225,52 +218,6 @@ def noop_workflow(root: Path) -> int:
     return replaced
 
 
-RUN_IN_PROCESS = '''
-
-def run_afbench(command, namespace):
-    """(bench prototype) the job's afbench command in Snakemake's own process, its stderr to
-    the job's log (process-wide: concurrent jobs could mix their logs; a measurement only)."""
-    import contextlib
-    import shlex
-
-    from afbench.cli import main
-    from snakemake.utils import format as snakemake_format
-
-    names = ("input", "output", "params", "wildcards", "log", "threads", "resources")
-    argv = shlex.split(
-        snakemake_format(command, **{k: v for k, v in namespace.items() if k in names})
-    )
-    at = argv.index("2>")
-    with open(argv[at + 1], "w") as err, contextlib.redirect_stderr(err):
-        code = main(argv[1:at])
-    if code:
-        raise RuntimeError(f"afbench exited {code}: see {argv[at + 1]}")
-'''
-
-
-def in_process_workflow(root: Path) -> int:
-    """A lever measured, not taken: the same DAG and commands, each job's `afbench` command
-    run in Snakemake's own process (a run: block calling afbench.cli.main, in a thread with
-    force-use-threads), so no job starts Python or imports pandas or matplotlib again."""
-
-    def in_process(m: re.Match) -> str:
-        pad = m["pad"]
-        lines = m[0].split("\n", 1)[1].rstrip("\n").splitlines()
-        body = "\n".join(f"{pad}    {line.strip()}" for line in lines)
-        return f"run:\n{pad}run_afbench(\n{body},\n{pad}    locals(),\n{pad})\n"
-
-    replaced = 0
-    for smk in (root / "workflow/rules").glob("*.smk"):
-        text, n = SHELL.subn(in_process, smk.read_text())
-        smk.write_text(text)
-        replaced += n
-    common = root / "workflow/rules/common.smk"
-    common.write_text(common.read_text() + RUN_IN_PROCESS)
-    with open(root / "profiles/default/config.yaml", "a") as profile:
-        profile.write("force-use-threads: true\n")
-    return replaced
-
-
 def clean(root: Path):
     def wipe():
         shutil.rmtree(root / "results", ignore_errors=True)
@@ -293,215 +240,200 @@ def one_rule_workflow() -> Path:
     return tiny
 
 
-def revision_of(root: Path) -> Path:
-    revision = yaml.safe_load((REPO / "config/demo.yaml").read_text())["release"]["revision"]
-    return root / "results" / revision
-
-
-def artifact_manifest(root: Path) -> dict:
-    """The artifact manifest of a finished demo run: the record whose kind says so, found
-    beside the revision's artifacts (never by its path)."""
-    for path in revision_of(root).glob("*.json"):
-        data = json.loads(path.read_text())
-        if data.get("kind") == "afbench artifact manifest":
-            return data
-    raise RuntimeError(f"no artifact manifest under {revision_of(root)}")
-
-
-SHIM = """#!/bin/sh
-# times one afbench call for the bench's breakdown (the rule name is the log's folder)
-start=$(date +%s.%N)
-"{afbench}" "$@"
+IMPORTTIME = """#!/bin/sh
+# one afbench call under `python -X importtime` (bench): its import lines to a file of its own
+out="{folder}/$$"
+main='import sys; from afbench.cli import main; sys.exit(main(sys.argv[1:]))'
+"{python}" -X importtime -c "$main" "$@" 2> "$out.err"
 code=$?
-echo "$start $(date +%s.%N) $1" >> "{timings}"
+case "$1" in job) echo "job $2" ;; *) echo "$1" ;; esac > "$out.cmd"
+grep '^import time:' "$out.err" > "$out.imports"
+grep -v '^import time:' "$out.err" >&2
+rm -f "$out.err"
 exit $code
 """
+HEAVY = ("pandas", "matplotlib", "numpy", "pyarrow")
 
 
-def breakdown(root: Path) -> dict[str, tuple[int, float]]:
-    """One cold run with a timing shim in front of `afbench`: per command, (calls, seconds)."""
-    shim_dir = WORK / "shim"
-    shutil.rmtree(shim_dir, ignore_errors=True)
-    shim_dir.mkdir(parents=True)
-    timings = shim_dir / "timings.txt"
-    (shim_dir / "afbench").write_text(SHIM.format(afbench=AFBENCH, timings=timings))
-    (shim_dir / "afbench").chmod(0o755)
-    clean(root)()
-    env = {**ENV, "PATH": f"{shim_dir}{os.pathsep}{ENV['PATH']}"}
-    started = time.perf_counter()
-    subprocess.run([SNAKEMAKE], cwd=root, check=True, capture_output=True, env=env)
-    wall = time.perf_counter() - started
-    per: dict[str, tuple[int, float]] = {}
-    for line in timings.read_text().splitlines():
-        start, end, command = line.split()
-        calls, seconds = per.get(command, (0, 0.0))
-        per[command] = (calls + 1, seconds + float(end) - float(start))
-    per["(whole run, shim included)"] = (1, wall)
-    return per
+def import_times(side: Side) -> dict[str, tuple[int, float, list[str]]]:
+    """One cold demo run with every `afbench` call under -X importtime: per command, (calls,
+    median milliseconds importing modules, the heavy libraries it imported)."""
+    root = project(side, f"importtime-{side.name}")
+    folder = WORK / f"importtime-{side.name}-logs"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    shim = WORK / f"importtime-{side.name}-bin"
+    shutil.rmtree(shim, ignore_errors=True)
+    shim.mkdir()
+    (shim / "afbench").write_text(IMPORTTIME.format(folder=folder, python=sys.executable))
+    (shim / "afbench").chmod(0o755)
+    env = {**side.env, "PATH": f"{shim}{os.pathsep}{side.env['PATH']}"}
+    run([SNAKEMAKE], root, env)
+    per: dict[str, list] = {}
+    for cmd in folder.glob("*.cmd"):
+        lines = cmd.with_suffix(".imports").read_text().splitlines()
+        # top-level modules (no indentation in the package column): their cumulative time
+        top = [line.split("|") for line in lines[1:] if not line.split("|")[2][1:].startswith(" ")]
+        micros = sum(int(cells[1]) for cells in top)
+        names = {line.split("|")[2].strip().split(".")[0] for line in lines[1:]}
+        calls = per.setdefault(cmd.read_text().strip(), [[], set()])
+        calls[0].append(micros / 1000)
+        calls[1].update(name for name in HEAVY if name in names)
+    return {
+        command: (len(ms), statistics.median(ms), sorted(heavy))
+        for command, (ms, heavy) in per.items()
+    }
 
 
-def official_size(notes: dict) -> None:
-    real, floor, inproc = project("demo"), project("floor"), project("in-process")
+def official_size(sides: dict[str, Side], notes: dict) -> None:
+    new = sides["new"]
+    real = {name: project(side, f"demo-{name}") for name, side in sides.items()}
+    floor = project(new, "floor")
     notes["floor_rules"] = noop_workflow(floor)
-    in_process_workflow(inproc)
     tiny = one_rule_workflow()
-    section = "official size"
+    section = "start-up"
     python = [sys.executable, "-c"]
     ref = side_by_side(
         5,
         {
-            "version": ([SNAKEMAKE, "--version"], real, None),
-            "one_rule": ([SNAKEMAKE, "--cores", "1"], tiny, None),
-            "python": ([*python, "pass"], real, None),
-            "help": ([AFBENCH, "--help"], real, None),
-            "pandas": ([*python, "import pandas"], real, None),
-            "matplotlib": ([*python, "import matplotlib.figure"], real, None),
+            "python": ([*python, "pass"], REPO, None),
+            "help": ([AFBENCH, "--help"], REPO, None),
+            "pandas": ([*python, "import pandas"], REPO, None),
+            "matplotlib": ([*python, "import matplotlib.figure"], REPO, None),
         },
     )
-    row(section, "snakemake --version", ref["version"].seconds, "reference")
-    row(
-        section,
-        "no-op of a one-rule workflow with a params: entry",
-        ref["one_rule"].seconds,
-        "reference",
-        f"CPU {ref['one_rule'].cpu:.2f} s",
-    )
-    row(section, "python -c pass (the venv's interpreter start-up)", ref["python"].seconds)
-    row(section, "afbench --help", ref["help"].seconds, "< 0.3 s", _ok(ref["help"].seconds < 0.3))
+    row(section, "python -c pass (the venv's interpreter start-up)", ref["python"])
+    row(section, "afbench --help", ref["help"], "< 0.3 s", _ok(ref["help"].seconds < 0.3))
     for name, what in (("pandas", "import pandas"), ("matplotlib", "import matplotlib.figure")):
-        r = ref[name]
-        row(section, f"python -c '{what}'", r.seconds, "reference", f"CPU {r.cpu:.2f} s")
+        row(section, f"python -c '{what}'", ref[name], "reference")
     notes["reference"] = ref
 
-    def cold_real(compiled: bool):
-        def before():
-            clean(real)()
-            byte_compile() if compiled else no_bytecode()
+    notes["imports"] = {name: import_times(sides[name]) for name in ("new", "today")}
 
-        return before
-
+    section = "cold demo"
     cold = side_by_side(
         3,
         {
             "floor": ([SNAKEMAKE], floor, clean(floor)),
-            "floor_ilp": ([SNAKEMAKE, "--scheduler", "ilp"], floor, clean(floor)),
-            "uncompiled": ([SNAKEMAKE], real, cold_real(False), NO_BYTECODE),
-            "real": ([SNAKEMAKE], real, cold_real(True)),
-            "in_process": ([SNAKEMAKE], inproc, clean(inproc)),
+            **{
+                name: ([SNAKEMAKE], real[name], clean(real[name]), side.env)
+                for name, side in sides.items()
+            },
         },
     )
-    f, c = cold["floor"], cold["real"]
-    notes["cold"], notes["floor"] = c, f
+    f, c, t = cold["floor"], cold["new"], cold["today"]
+    notes["cold"] = cold
+    row(section, "orchestration floor (same DAG, every job's command a no-op)", f, "reference")
+    ratio, cpu_ratio = c.seconds / f.seconds, c.cpu / t.cpu
     row(
         section,
-        "orchestration floor (cold, same DAG, every job's command a no-op)",
-        f.seconds,
-        "reference",
-        f"CPU {f.cpu:.2f} s",
+        "cold full run (new)",
+        c,
+        f"wall <= 2.0 x floor ({2 * f.seconds:.2f} s); CPU <= 0.7 x today's ({0.7 * t.cpu:.2f} s)",
+        f"{_ok(ratio <= 2.0)} {ratio:.2f} x floor; {_ok(cpu_ratio <= 0.7)} CPU "
+        f"{cpu_ratio:.2f} x today's",
     )
-    row(
-        section,
-        "orchestration floor with Snakemake's default ILP scheduler",
-        cold["floor_ilp"].seconds,
-        "reference",
-        f"CPU {cold['floor_ilp'].cpu:.2f} s",
-    )
-    row(
-        section,
-        "cold full run",
-        c.seconds,
-        f"<= 1.5 x floor ({1.5 * f.seconds:.2f} s)",
-        _ok(c.seconds <= 1.5 * f.seconds)
-        + f" ratio {c.seconds / f.seconds:.2f} (CPU {c.cpu:.2f} s, ratio {c.cpu / f.cpu:.2f})",
-    )
-    p = cold["in_process"]
-    row(
-        section,
-        "cold run, jobs in Snakemake's process (a workflow change measured, not made)",
-        p.seconds,
-        "reference",
-        f"ratio {p.seconds / f.seconds:.2f} (CPU {p.cpu:.2f} s)",
-    )
-    notes["in_process"] = p
-    u = cold["uncompiled"]
-    row(
-        section,
-        "cold full run, package not byte-compiled (PYTHONDONTWRITEBYTECODE=1)",
-        u.seconds,
-        "reference",
-        f"ratio {u.seconds / f.seconds:.2f} (CPU {u.cpu:.2f} s)",
-    )
-    manifest = artifact_manifest(real)
-    notes["artifacts"] = {a["path"]: a["sha256"] for a in manifest["artifacts"]}
+    row(section, f"cold full run, {sides['today'].label}", t, "reference")
+    p = cold["previous"]
+    row(section, f"cold full run, {sides['previous'].label}", p, "reference")
+
+    section = "reruns"
     noop = side_by_side(
         5,
         {
             "one_rule": ([SNAKEMAKE, "--cores", "1"], tiny, None),
-            "real": ([SNAKEMAKE], real, None),
+            "noop": ([SNAKEMAKE], real["new"], None),
         },
     )
-    n, o = noop["real"], noop["one_rule"]
+    o, n = noop["one_rule"], noop["noop"]
+    row(section, "no-op of a one-rule workflow with a params: entry", o, "reference")
     row(
         section,
-        "no-op rerun (beside the one-rule workflow's no-op)",
-        n.seconds,
+        "no-op rerun (new)",
+        n,
         f"<= one-rule + 0.3 s ({o.seconds + 0.3:.2f} s)",
-        _ok(n.seconds <= o.seconds + 0.3)
-        + f" +{n.seconds - o.seconds:.2f} s (CPU +{n.cpu - o.cpu:.2f} s)",
+        f"{_ok(n.seconds <= o.seconds + 0.3)} {n.seconds - o.seconds:+.2f} s",
     )
-    notes["noop"], notes["one_rule"] = n, o
-    notes["phases"] = {
-        "ours": phases([], real),
-        "one_rule": phases(["--cores", "1"], tiny),
-    }
-
-    overlay = real / "change.yaml"
+    overlay = real["new"] / "change.yaml"
     limits = iter(range(1, 100))
 
     def change():
         overlay.write_text(f"selections: {{demo-two-sources: {{limit: {next(limits)}}}}}\n")
 
-    args = [SNAKEMAKE, "--configfile", "config/demo.yaml", str(overlay)]
+    changed = [SNAKEMAKE, "--configfile", "config/demo.yaml", str(overlay)]
     change()
-    run(args, real)
+    run(changed, real["new"])
     change()
-    dry = run([*args, "-n"], real).stdout
+    dry = run([*changed, "-n"], real["new"]).stdout
     jobs = dry.split("Job stats:")[1].split("total")[0].split()[4:]
-    one_change = side_by_side(3, {"change": (args, real, change)})["change"]
+    one = side_by_side(3, {"one": (changed, real["new"], change)})["one"]
     row(
         section,
-        "one selection changed",
-        one_change.seconds,
+        "one selection changed (new)",
+        one,
         "< 2 s",
-        _ok(one_change.seconds < 2)
+        _ok(one.seconds < 2)
         + " reran "
         + ", ".join(f"{jobs[i]} x{jobs[i + 1]}" for i in range(0, len(jobs), 2)),
     )
 
-    base_dir = WORK / "baseline"
-    shutil.rmtree(base_dir, ignore_errors=True)
-    base_dir.mkdir(parents=True)
-    for part in ("config", "resources"):
-        shutil.copytree(REPO / part, base_dir / part)
-    checkout = yaml.safe_load((REPO / "config/demo.yaml").read_text())["source"]["checkout"]
-    run([AFBENCH, "demo", "repo", "--out", checkout], base_dir)
-    out = base_dir / "out"
-    baseline = side_by_side(
-        3,
-        {
-            "baseline": (
-                [sys.executable, REPO / "bench/baseline.py", out, "config/demo.yaml"],
-                base_dir,
-                lambda: shutil.rmtree(out, ignore_errors=True),
-            )
-        },
-    )["baseline"]
-    row(section, "single-process baseline", baseline.seconds, "< 1 s", _ok(baseline.seconds < 1))
-    notes["baseline"] = baseline
-    notes["breakdown"] = breakdown(real)
+
+# --- interactive commands on the demo release folder ----------------------------------------
+def interactive(sides: dict[str, Side]) -> None:
+    """`afbench tasks` and `afbench import-results` on the release folder that `afbench fetch
+    --config config/demo.yaml` makes (its source: the demo repository `afbench demo repo`
+    builds, where config/demo.yaml points)."""
+    root = WORK / "interactive"
+    shutil.rmtree(root, ignore_errors=True)
+    shutil.copytree(REPO / "config", root / "config")
+    run([AFBENCH, "demo", "repo", "--release-files", REPO / "resources/demo-release", "--out",
+         root / "results/demo-upstream"])  # fmt: skip
+    config = ["--config", "config/demo.yaml"]
+    run([AFBENCH, "fetch", *config, "--release-dir", "rel", "--all-models"], root)
+    work = {}
+    for name in ("new", "today"):
+        env = sides[name].env
+        work[f"tasks-{name}"] = (
+            [AFBENCH, "tasks", *config, "--release-dir", "rel", "--output", f"tasks-{name}.json"],
+            root,
+            None,
+            env,
+        )
+        work[f"import-{name}"] = (
+            [
+                *[AFBENCH, "import-results", *config, "--release-dir", "rel", "--all-models"],
+                *["--output", f"reference-{name}.json"],
+            ],
+            root,
+            None,
+            env,
+        )
+    out = root / "baseline"
+    work["baseline"] = (
+        [sys.executable, REPO / "bench/baseline.py", out, "config/demo.yaml"],
+        root,
+        lambda: shutil.rmtree(out, ignore_errors=True),
+    )
+    got = side_by_side(5, work)
+    row(
+        "interactive",
+        "single-process baseline (bench/baseline.py: the whole pipeline in one process)",
+        got["baseline"],
+        "< 1 s",
+        _ok(got["baseline"].seconds < 1),
+    )
+    for command, key in (("tasks", "tasks"), ("import-results", "import")):
+        r, t = got[f"{key}-new"], got[f"{key}-today"]
+        row(
+            "interactive",
+            f"afbench {command} on the fetched demo release (new)",
+            r,
+            "<= 0.3 s wall",
+            f"{_ok(r.seconds <= 0.3)} ({t.seconds:.3f} s, CPU {t.cpu:.3f} s today)",
+        )
 
 
-# --- growth with scale ---------------------------------------------------------------------
+# --- scale: 34,100 tasks x 45 models ---------------------------------------------------------
 def scaled_release(task_scale: int, model_scale: int) -> Path:
     root = WORK / f"release-{task_scale}x-{model_scale}m"
     cfg_path = root / "config.yaml"
@@ -538,36 +470,32 @@ def scaled_release(task_scale: int, model_scale: int) -> Path:
 
 
 class Chain:
-    """The pipeline's chain through the CLI (as tests/conftest.py's run_all lays it out), with
-    the bench's own flat output names under one folder."""
+    """The pipeline's chain through this tree's CLI (the flags the rules pass, see
+    workflow/rules/*.smk), with the bench's own flat output names under one folder per side.
+    The seed's commands (tasks, import-results, report) read the config, as a user runs them."""
 
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.config = root / "config.yaml"
-        self.release = root / "fetched"
-        self.out = root / "out"
-        self.receipt = self.release / "receipt.json"
-        self.catalog = self.out / "catalog.json"
+    def __init__(self, root: Path, side: Side) -> None:
         from afbench.config import load_config
 
+        self.root, self.side = root, side
+        self.config = root / "config.yaml"
+        self.release = root / "fetched"
+        self.out = root / f"out-{side.name}"
+        self.receipt = self.release / "receipt.json"
+        self.catalog = self.out / "catalog.json"
         cfg = load_config([self.config])
         self.models = cfg["models"]
         self.settings = cfg["import"]
-        # import_model's settings as the rule gives them: flags, so no job reads the config
-        self.columns = [f"{ours}={theirs}" for ours, theirs in cfg["columns"]["results"].items()]
+        self.columns = cfg["columns"]["results"]
+
+    def fetch(self) -> list:
+        return [AFBENCH, "fetch", "--config", self.config, "--release-dir", self.release]
 
     def reset(self) -> None:
-        shutil.rmtree(self.release, ignore_errors=True)
         shutil.rmtree(self.out, ignore_errors=True)
         self.out.mkdir(parents=True)
 
-    def fetch(self) -> list[str]:
-        return [
-            *[AFBENCH, "fetch", "--config", self.config, "--release-dir", self.release],
-            "--all-models",
-        ]
-
-    def tasks(self) -> list[str]:
+    def tasks(self) -> list:
         return [
             *[AFBENCH, "tasks", "--release-dir", self.release, "--output", self.catalog],
             *["--config", self.config],
@@ -576,7 +504,69 @@ class Chain:
     def model_import(self, slug: str) -> Path:
         return self.out / f"import-{slug}.json"
 
-    def import_model(self, slug: str) -> list[str]:
+    def import_model(self, slug: str) -> list:
+        spec = self.models[slug]
+        return [
+            *[AFBENCH, "job", "import-model", f"--catalog={self.catalog}"],
+            *[f"--verified={self.receipt}", f"--results={self.release / spec['path']}"],
+            *[f"--model={slug}", f"--display-name={spec['display_name']}"],
+            f"--pinned-condition={spec['source_condition']}",
+            f"--source-condition={self.settings['source_condition']}",
+            *[f"--column={ours}={theirs}" for ours, theirs in self.columns.items()],
+            f"--output={self.model_import(slug)}",
+        ]
+
+    def compare(self) -> list:
+        return [
+            *[AFBENCH, "job", "compare-models"],
+            *[f"--import={self.model_import(slug)}" for slug in self.models],
+            *[f"--verified={self.receipt}", "--strict-budget=false"],
+            f"--summary={self.out / 'summary.json'}",
+            f"--leaderboard={self.out / 'leaderboard.csv'}",
+        ]
+
+    def each_import(self) -> list:
+        return [arg for slug in self.models for arg in ("--import", self.model_import(slug))]
+
+    def report_inputs(self) -> list:
+        return [
+            *["--summary", self.out / "summary.json", *self.each_import()],
+            *["--catalog", self.catalog, "--receipt", self.receipt],
+        ]
+
+    def report(self) -> list:
+        return [AFBENCH, "report", *self.report_inputs(), "--output-dir", self.out / "html"]
+
+    def figure_paths(self) -> list[Path]:
+        paired = ["paired"] if len(self.models) > 1 else []
+        names = ["leaderboard", "cost_success", "per_source", *paired]
+        return [self.out / "jobs" / f"{name}.svg" for name in names]
+
+    def render_figures(self) -> list:
+        return [
+            *[AFBENCH, "job", "render-figures", *self.report_inputs(), "--confidence=0.95"],
+            *[f"--figure={path}" for path in self.figure_paths()],
+        ]
+
+    def render_report(self) -> list:
+        return [
+            *[AFBENCH, "job", "render-report", *self.report_inputs(), "--confidence=0.95"],
+            f"--settings-digest={'0' * 64}",
+            *[f"--figure={path}" for path in self.figure_paths()],
+            *[f"--html={self.out / 'jobs/index.html'}", f"--analysis={self.out / 'jobs/a.json'}"],
+        ]
+
+    def import_results(self) -> list:
+        return [
+            *[AFBENCH, "import-results", "--release-dir", self.release, "--all-models"],
+            *["--output", self.out / "reference.json", "--config", self.config],
+        ]
+
+
+class TodayChain(Chain):
+    """The same chain in the CLI of commit TODAY (one door: import-model, compare)."""
+
+    def import_model(self, slug: str) -> list:
         spec = self.models[slug]
         return [
             *[AFBENCH, "import-model", "--catalog", self.catalog, "--receipt", self.receipt],
@@ -584,89 +574,133 @@ class Chain:
             *["--display-name", spec["display_name"]],
             *["--pinned-condition", spec["source_condition"]],
             *["--source-condition", self.settings["source_condition"]],
-            *["--budget-usd", str(self.settings["budget_usd"])],
-            *[arg for pair in self.columns for arg in ("--column", pair)],
+            *["--budget-usd", "200"],
+            *[arg for pair in self.columns.items() for arg in ("--column", "=".join(pair))],
             *["--output", self.model_import(slug)],
         ]
 
-    def each_import(self) -> list[str]:
-        return [arg for slug in self.models for arg in ("--import", self.model_import(slug))]
-
-    def compare(self) -> list[str]:
+    def compare(self) -> list:
         return [
             *[AFBENCH, "compare", *self.each_import(), "--receipt", self.receipt],
             *["--summary", self.out / "summary.json"],
             *["--leaderboard", self.out / "leaderboard.csv"],
         ]
 
-    def report(self) -> list[str]:
-        return [
-            *[AFBENCH, "report", "--summary", self.out / "summary.json", *self.each_import()],
-            *["--catalog", self.catalog, "--receipt", self.receipt],
-            *["--output-dir", self.out / "html"],
-        ]
 
-    def import_results(self) -> list[str]:
-        return [
-            *[AFBENCH, "import-results", "--release-dir", self.release, "--all-models"],
-            *["--output", self.out / "reference.json", "--config", self.config],
-        ]
+def chain_import(chain: Chain) -> Run:
+    """Every model's import job, then the comparison, one after the other (as the pipeline
+    runs them on one core): their wall and CPU seconds summed, the largest process's peak."""
+    env = chain.side.env
+    total = Run(0.0, 0.0, 0.0)
+    for slug in chain.models:
+        total += measure(chain.import_model(slug), chain.root, env)
+    return total + measure(chain.compare(), chain.root, env)
 
 
-def growth(notes: dict) -> None:
-    scales = [(1, 1), (10, 1), (100, 1), (1, 5), (10, 5), (100, 5)]
-    points: dict[str, list[tuple[int, float]]] = {}
-    for task_scale, model_scale in scales:
-        chain = Chain(scaled_release(task_scale, model_scale))
+def top_scale(sides: dict[str, Side], notes: dict) -> None:
+    root = scaled_release(100, 5)
+    new = Chain(root, sides["new"])
+    today = TodayChain(root, sides["today"])
+    shutil.rmtree(new.release, ignore_errors=True)
+    run([*new.fetch(), "--all-models"], root)
+    for chain in (today, new):
         chain.reset()
-        run(chain.fetch(), chain.root)
+        catalog = measure(chain.tasks(), root, chain.side.env)
+    notes["catalog_top"] = catalog  # the new side's
+    label = "34,100 tasks x 45 models"
+    section = "import"
+    imported = {}
+    for chain in (today, new, today, new):  # two rounds, alternating
+        r = chain_import(chain)
+        imported.setdefault(chain.side.name, []).append(r)
+    n, t = medians(imported["new"]), medians(imported["today"])
+    notes["import_top"] = (n, t)
+    row(
+        section,
+        f"45 import-model jobs + compare-models (new): {label}",
+        n,
+        f"<= 0.5 x today's (CPU {0.5 * t.cpu:.1f} s); {n.mib:.0f} MiB peak",
+        f"{_ok(n.cpu <= 0.5 * t.cpu)} CPU {n.cpu / t.cpu:.2f} x, "
+        f"wall {n.seconds / t.seconds:.2f} x",
+    )
+    row(section, f"the same chain, {sides['today'].label}", t, f"{t.mib:.0f} MiB peak")
+    seed = side_by_side(
+        2,
+        {
+            name: (chain.import_results(), root, None, chain.side.env)
+            for name, chain in (("today", today), ("new", new))
+        },
+    )
+    s = seed["new"]
+    notes["import_results_top"] = seed
+    row(
+        section,
+        f"import-results, one process (new): {label}",
+        s,
+        f"<= 15.9 s, <= 512 MiB; {s.mib:.0f} MiB peak",
+        _ok(s.seconds <= 15.9 and s.mib <= 512),
+    )
+    row(
+        section,
+        f"import-results, {sides['today'].label}",
+        seed["today"],
+        f"{seed['today'].mib:.0f} MiB peak",
+    )
+
+    section = "report"
+    reports = side_by_side(
+        3,
+        {
+            name: (chain.report(), root, None, chain.side.env)
+            for name, chain in (("today", today), ("new", new))
+        },
+    )
+    r, t = reports["new"], reports["today"]
+    notes["report_top"] = reports
+    row(
+        section,
+        f"afbench report (new): {label}",
+        r,
+        f"CPU <= 0.5 x today's ({0.5 * t.cpu:.2f} s); {r.mib:.0f} MiB peak",
+        f"{_ok(r.cpu <= 0.5 * t.cpu)} CPU {r.cpu / t.cpu:.2f} x today's",
+    )
+    row(section, f"afbench report, {sides['today'].label}", t, f"{t.mib:.0f} MiB peak")
+    figures = measure(new.render_figures(), root)
+    html = measure(new.render_report(), root)
+    row(section, "the pipeline's render-figures job (new)", figures, "reference")
+    row(section, "the pipeline's render-report job, figures read (new)", html, "reference")
+    # the jobs' HTML shows the settings digest the rule passes; the seed's says "not given"
+    jobs = (new.out / "jobs/index.html").read_text().replace("0" * 64, "not given")
+    notes["report_jobs_same"] = (new.out / "html/index.html").read_text() == jobs
+
+
+def growth(sides: dict[str, Side], notes: dict) -> None:
+    """Catalog, import and report from 341 x 9 up to the top scale (measured above)."""
+    scales = [(1, 1), (10, 1), (100, 1), (1, 5), (10, 5)]
+    top = 341 * 100 * 45
+    points: dict[str, list[tuple[int, float]]] = {
+        "catalog": [(34_100, notes["catalog_top"].seconds)],
+        "import": [(top, notes["import_top"][0].seconds)],
+        "report": [(top, notes["report_top"]["new"].seconds)],
+    }
+    for task_scale, model_scale in scales:
+        root = scaled_release(task_scale, model_scale)
+        chain = Chain(root, sides["new"])
+        shutil.rmtree(chain.release, ignore_errors=True)
+        run([*chain.fetch(), "--all-models"], root)
+        chain.reset()
         tasks, models = 341 * task_scale, 9 * model_scale
         label = f"{tasks} tasks x {models} models"
-        catalog = measure(chain.tasks(), chain.root)
-        imports = [measure(chain.import_model(slug), chain.root) for slug in chain.models]
-        compare = measure(chain.compare(), chain.root)
-        imported = Run(
-            sum(r.seconds for r in imports) + compare.seconds,
-            sum(r.cpu for r in imports) + compare.cpu,
-            max(r.mib for r in [*imports, compare]),
-        )
-        report = measure(chain.report(), chain.root)
+        catalog = measure(chain.tasks(), root)
+        imported = chain_import(chain)
+        report = measure(chain.report(), root)
         for stage, size, r in (
             ("catalog", tasks, catalog),
             ("import", tasks * models, imported),
             ("report", tasks * models, report),
         ):
             points.setdefault(stage, []).append((size, r.seconds))
-        row("growth", f"catalog: {label}", catalog.seconds, f"{catalog.mib:.0f} MiB peak")
-        if (task_scale, model_scale) == (100, 5):
-            within = imported.seconds <= 63.5 / 4 and imported.mib <= 512
-            row(
-                "growth",
-                f"import ({models} import-model + compare): {label}",
-                imported.seconds,
-                f"{imported.mib:.0f} MiB peak; <= 15.9 s (63.5 s / 4), <= 512 MiB",
-                _ok(within) + f" (CPU {imported.cpu:.1f} s; {len(imports)} + 1 processes)",
-            )
-            notes["import_top"] = imported
-            notes["import_one_model"] = statistics.median(r.seconds for r in imports)
-            notes["compare_top"] = compare.seconds
-            seed = measure(chain.import_results(), chain.root)
-            row(
-                "growth",
-                f"import-results (one process, the seed command): {label}",
-                seed.seconds,
-                f"{seed.mib:.0f} MiB peak; <= 15.9 s, <= 512 MiB",
-                _ok(seed.seconds <= 63.5 / 4 and seed.mib <= 512),
-            )
-            notes["import_results_top"] = seed
-        else:
-            row(
-                "growth",
-                f"import ({models} import-model + compare): {label}",
-                imported.seconds,
-                f"{imported.mib:.0f} MiB peak",
-            )
-        row("growth", f"report: {label}", report.seconds, f"{report.mib:.0f} MiB peak")
+            row("growth", f"{stage}: {label}", r, f"{r.mib:.0f} MiB peak")
     for stage, pts in points.items():
         (n1, t1), (n2, t2) = min(pts), max(pts)
         exponent = math.log(t2 / t1) / math.log(n2 / n1) if n2 > n1 else float("nan")
@@ -680,7 +714,20 @@ def growth(notes: dict) -> None:
         )
 
 
-# --- Harbor trials -------------------------------------------------------------------------
+# --- paired tests, Harbor trials --------------------------------------------------------------
+def stats_speed(notes: dict) -> None:
+    """bench/stats_speed.py: the exact McNemar tests of every pair at 45 and 200 models."""
+    out = run([sys.executable, REPO / "bench/stats_speed.py"], REPO).stdout
+    notes["stats_speed"] = out
+    for line in out.splitlines():
+        cells = line.split()
+        if len(cells) >= 5 and cells[0].isdigit() and cells[2] in ("old", "single", "batch"):
+            models, pairs, side, cpu, wall = cells[:5]
+            what = f"exact McNemar, {models} models ({pairs} pairs): {side}"
+            target = "measured" if models == "200" else "reference"
+            row("paired tests", what, Run(float(wall), float(cpu), 0), target)
+
+
 def harbor_jobs(trials: int, task_ids: list[str]) -> Path:
     """A Harbor 0.22.0 job directory with `trials` trials, made from a real fixture trial."""
     root = WORK / f"harbor-{trials}"
@@ -689,6 +736,7 @@ def harbor_jobs(trials: int, task_ids: list[str]) -> Path:
     fixture = REPO / "tests/fixtures/harbor-0.22.0-jobs/demo-nop"
     template = json.loads(next(fixture.glob("hello-pass__*/result.json")).read_text())
     job = root / "job"
+    shutil.rmtree(job, ignore_errors=True)
     job.mkdir(parents=True)
     shutil.copy(fixture / "config.json", job / "config.json")
     for i in range(trials):
@@ -705,16 +753,19 @@ def harbor_jobs(trials: int, task_ids: list[str]) -> Path:
     return job
 
 
-def harbor() -> None:
-    chain = Chain(scaled_release(100, 1))
+HARBOR_SPEED = REPO / "bench" / "harbor_speed.py"
+
+
+def harbor(sides: dict[str, Side], notes: dict) -> None:
+    root = scaled_release(100, 1)
+    chain = Chain(root, sides["new"])
+    shutil.rmtree(chain.release, ignore_errors=True)
+    run([*chain.fetch(), "--all-models"], root)
     chain.reset()
-    run(chain.fetch(), chain.root)
-    run(chain.tasks(), chain.root)
+    run(chain.tasks(), root)
     selection = chain.out / "selection-all.json"
-    run(
-        [AFBENCH, "tasks", "--catalog", chain.catalog, "--name", "all", "--output", selection],
-        chain.root,
-    )
+    select = [AFBENCH, "job", "select-tasks", f"--catalog={chain.catalog}", "--name=all"]
+    run([*select, f"--output={selection}"], root)
     task_ids = [t["task_id"] for t in json.loads(chain.catalog.read_text())["tasks"]]
     for trials in (1_000, 10_000, 100_000):
         job = harbor_jobs(trials, task_ids)
@@ -723,16 +774,22 @@ def harbor() -> None:
                 *[AFBENCH, "import-run", "--selection", selection, "--name", f"bench-{trials}"],
                 *["--kind", "harbor", "--path", job, "--output-dir", chain.out / f"run-{trials}"],
             ],
-            chain.root,
+            root,
         )
         top = trials == 100_000
         row(
             "harbor import",
-            f"{trials} trials",
-            r.seconds,
+            f"{trials} trials (new)",
+            r,
             f"{r.mib:.0f} MiB peak" + ("; < 60 s, < 1024 MiB" if top else ""),
             _ok(r.seconds < 60 and r.mib < 1024) if top else "",
         )
+    if HARBOR_SPEED.exists():  # the reader against the previous round's, on the same folder
+        out = run([sys.executable, HARBOR_SPEED], REPO)
+        notes["harbor_speed"] = out.stdout
+        print(out.stdout, flush=True)
+    else:
+        notes["harbor_speed"] = None
 
 
 # --- where the report's time goes ----------------------------------------------------------
@@ -740,7 +797,7 @@ def profile_report() -> str:
     """cProfile of `afbench report` at the official size (its figures included), in-process."""
     from afbench.cli import main as afbench_main
 
-    chain = Chain(scaled_release(1, 1))
+    chain = Chain(scaled_release(1, 1), Side("new", "this tree", REPO, ENV))
     argv = [str(a) for a in chain.report()[1:]]
     profiler = cProfile.Profile()
     code = profiler.runcall(afbench_main, argv)
@@ -768,7 +825,8 @@ def environment() -> str:
         platform.processor() or "unknown CPU",
     )
     packages = ", ".join(
-        f"{name} {version(name)}" for name in ("snakemake", "pandas", "matplotlib", "pyyaml")
+        f"{name} {version(name)}"
+        for name in ("snakemake", "pandas", "pyarrow", "matplotlib", "pyyaml")
     )
     return (
         f"Python {platform.python_version()}, {packages}; {os.cpu_count()} cores ({cpu}); "
@@ -777,78 +835,103 @@ def environment() -> str:
     )
 
 
-def explain(notes: dict) -> str:
-    c, f, n, o = notes["cold"], notes["floor"], notes["noop"], notes["one_rule"]
-    ref = notes["reference"]
+def explain(sides: dict[str, Side], notes: dict) -> str:
+    cold, ref = notes["cold"], notes["reference"]
     lines = [
         "## Where the time goes",
         "",
-        f"### Cold run ({c.seconds:.2f} s) against the floor ({f.seconds:.2f} s)",
+        "### What each job imports (`python -X importtime`, one cold demo run per side)",
         "",
-        f"The {c.seconds - f.seconds:.2f} s between them is the jobs' own work: CPU "
-        f"{c.cpu:.2f} s against {f.cpu:.2f} s on 2 cores. Every job is a fresh `afbench` "
-        f"process: the interpreter starts in {ref['python'].cpu * 1000:.0f} ms of CPU, "
-        f"`afbench --help` takes {ref['help'].cpu * 1000:.0f} ms; a job that reads a CSV imports "
-        f"pandas ({ref['pandas'].cpu:.2f} s of CPU), the report job matplotlib "
-        f"({ref['matplotlib'].cpu:.2f} s). One cold run with a timing shim in front of "
-        "`afbench` (the shim adds a `sh` and two `date` calls to each job), per command:",
+        "Milliseconds importing modules (the cumulative time of every top-level import, the "
+        "median over the command's jobs), and which of pandas, matplotlib, numpy and pyarrow "
+        f"the command imported. The previous round ({PREVIOUS}) is not in this table: its "
+        "workflow calls the venv's `afbench` by its absolute path, past the timing shim.",
         "",
-        "| command | jobs | seconds (sum) | seconds per job |",
-        "|---|---:|---:|---:|",
+        "| command | jobs | new: ms importing | new: heavy imports | today: ms | today: heavy |",
+        "|---|---:|---:|---|---:|---|",
     ]
-    for command, (calls, seconds) in sorted(
-        notes["breakdown"].items(), key=lambda item: -item[1][1]
-    ):
-        lines.append(f"| {command} | {calls} | {seconds:.2f} | {seconds / calls:.3f} |")
-    p = notes["in_process"]
+    new, today = notes["imports"]["new"], notes["imports"]["today"]
+    renamed = {
+        "job import-model": "import-model",
+        "job compare-models": "compare",
+        "job export-catalog": "tasks",
+        "job select-tasks": "tasks",
+        "job verify-file": "verify",
+        "job fetch-file": "fetch",
+        "job write-plan": "plan",
+        "job render-report": "report",
+        "job render-figures": "report",
+        "job write-artifact-manifest": "artifacts",
+        "job build-demo-upstream": "demo",
+        "job verify-release": "verify",
+        "job write-release-identity": "fetch",
+    }
+    for command, (calls, ms, heavy) in sorted(new.items(), key=lambda item: -item[1][1]):
+        old = today.get(renamed.get(command, command))
+        old_cells = f"{old[1]:.0f} | {', '.join(old[2]) or '-'}" if old else "- | -"
+        lines.append(
+            f"| {command} (today: {renamed.get(command, command)}) | {calls} | {ms:.0f} | "
+            f"{', '.join(heavy) or '-'} | {old_cells} |"
+        )
+    f, c, t = cold["floor"], cold["new"], cold["today"]
     lines += [
         "",
-        f"The same DAG with every job's command run inside Snakemake's own process (a `run:` "
-        "block calling `afbench.cli.main`, threads through `force-use-threads`: a prototype "
-        f"measured here, not the workflow) takes {p.seconds:.2f} s ({p.seconds / f.seconds:.2f}"
-        f" x the floor, CPU {p.cpu:.2f} s): no job starts Python or imports pandas or "
-        "matplotlib again.",
+        f"### Cold demo run: {c.seconds:.2f} s against the floor's {f.seconds:.2f} s",
+        "",
+        f"CPU {c.cpu:.2f} s (today {t.cpu:.2f} s, the previous round {cold['previous'].cpu:.2f} "
+        f"s, the floor {f.cpu:.2f} s) on 2 cores. The interpreter starts in "
+        f"{ref['python'].cpu * 1000:.0f} ms of CPU, `afbench --help` takes "
+        f"{ref['help'].cpu * 1000:.0f} ms; `import pandas` would cost a job "
+        f"{ref['pandas'].cpu:.2f} s of CPU and `import matplotlib.figure` "
+        f"{ref['matplotlib'].cpu:.2f} s.",
     ]
-    ours, theirs = notes["phases"]["ours"], notes["phases"]["one_rule"]
+    n, t = notes["import_top"]
+    seed = notes["import_results_top"]
+    report = notes["report_top"]
     lines += [
         "",
-        f"### No-op rerun ({n.seconds:.2f} s) against the one-rule workflow ({o.seconds:.2f} s)",
+        "### 34,100 tasks x 45 models",
         "",
-        f"CPU {n.cpu:.2f} s against {o.cpu:.2f} s. Inside Snakemake's process (median of 3 "
-        "in-process runs, each phase's outermost call timed):",
+        f"The 45 import jobs and the comparison: {n.seconds:.1f} s wall, {n.cpu:.1f} s CPU "
+        f"(today {t.seconds:.1f} s, {t.cpu:.1f} s); the seed's one-process `import-results` "
+        f"{seed['new'].seconds:.1f} s and {seed['new'].mib:.0f} MiB (today "
+        f"{seed['today'].seconds:.1f} s and {seed['today'].mib:.0f} MiB). `afbench report` "
+        f"{report['new'].cpu:.2f} s CPU (today {report['today'].cpu:.2f} s). The pipeline's "
+        "two report jobs give the same HTML as `afbench report` (but for the settings digest "
+        "the rule passes): "
+        f"{'yes' if notes['report_jobs_same'] else 'NO'}.",
         "",
-        "| phase | this workflow (s) | one-rule workflow (s) | difference (s) |",
-        "|---|---:|---:|---:|",
-    ]
-    for phase in ours:
-        a, b = ours[phase], theirs.get(phase, 0.0)
-        lines.append(f"| {phase} | {a:.3f} | {b:.3f} | {a - b:+.3f} |")
-    top, seed = notes["import_top"], notes["import_results_top"]
-    lines += [
+        "### Paired tests (bench/stats_speed.py)",
         "",
-        "### Import at the top scale (34,100 tasks x 45 models)",
+        "```",
+        notes["stats_speed"].rstrip(),
+        "```",
         "",
-        f"{top.seconds:.1f} s for the 45 `import-model` processes and the comparison, one after "
-        f"the other ({notes['import_one_model']:.2f} s per model, compare "
-        f"{notes['compare_top']:.2f} s), peak {top.mib:.0f} MiB; the seed's one-process "
-        f"`import-results`: {seed.seconds:.1f} s, {seed.mib:.0f} MiB.",
+        "### Harbor reader (bench/harbor_speed.py)",
         "",
     ]
-    return "\n".join(lines)
+    if notes["harbor_speed"] is None:
+        lines.append("bench/harbor_speed.py is not in this tree: not measured here.")
+    else:
+        lines += ["```", notes["harbor_speed"].rstrip(), "```"]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
     notes: dict = {}
     started = time.perf_counter()
     WORK.mkdir(parents=True, exist_ok=True)
-    byte_compile()
-    official_size(notes)
-    growth(notes)
-    harbor()
+    every = sides()
+    official_size(every, notes)
+    interactive(every)
+    top_scale(every, notes)
+    stats_speed(notes)
+    growth(every, notes)
+    harbor(every, notes)
     profile = profile_report()
     table = [
-        "| section | measurement | seconds | target / memory | result |",
-        "|---|---|---:|---|---|",
+        "| section | measurement | wall s | CPU s | target / memory | result |",
+        "|---|---|---:|---:|---|---|",
     ]
     table += [f"| {' | '.join(r)} |" for r in ROWS]
     text = "\n".join(table)
@@ -856,13 +939,15 @@ def main() -> None:
     (REPO / "bench/results.md").write_text(
         "# afbench benchmark results\n\n"
         f"One run of `make bench`, {time.strftime('%Y-%m-%d')}, in "
-        f"{time.perf_counter() - started:.0f} s. {environment()} Times are wall-clock medians "
-        "(3 rounds for cold runs, 5 for no-op ones; the two sides of each ratio alternate "
-        "within a round); CPU is user + system of the whole process tree. Every figure was "
-        "measured in the same run.\n\n"
+        f"{time.perf_counter() - started:.0f} s. {environment()} Wall times are medians (5 "
+        "rounds for start-up and no-op figures and the interactive commands, 3 for cold runs "
+        "and reports, 2 for the imports at scale); CPU is user + system of the whole process "
+        "tree, median of the same rounds. Sides: new (this tree), today "
+        f"({TODAY}), the previous round ({PREVIOUS}), each with its own package and "
+        "workflow; the sides of a ratio alternate within each round.\n\n"
         + text
         + "\n\n"
-        + explain(notes)
+        + explain(every, notes)
         + "\n## The report stage at the official size (cProfile, cumulative)\n\n```\n"
         + profile
         + "\n```\n"

@@ -140,3 +140,18 @@ def test_the_rules_conda_environment_pins_the_same_runtime_versions():
     assert "pip" in env  # the post-deploy script installs this checkout's afbench with it
     deploy = (REPO / "workflow/envs/afbench.post-deploy.sh").read_text()
     assert 'pip install --no-deps --no-build-isolation "$(dirname "$0")/../.."' in deploy
+
+
+def test_the_readers_fields_are_the_schemas_columns():
+    """The CSV readers' field lists (what a job's --column flags must map) are the schema's
+    column mappings, in the schema's order."""
+    from afbench.catalog import MANIFEST_FIELDS, SOURCES_FIELDS
+    from afbench.config import default_columns
+    from afbench.official import RESULT_FIELDS
+
+    for kind, fields in (
+        ("manifest", MANIFEST_FIELDS),
+        ("sources", SOURCES_FIELDS),
+        ("results", RESULT_FIELDS),
+    ):
+        assert tuple(default_columns(kind)) == fields

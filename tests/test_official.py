@@ -7,11 +7,14 @@ import io
 import json
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from afbench import demo
 from afbench.errors import AfbenchError
 from afbench.official import summarize
 
+import properties as prop
 from conftest import afbench, config_for, fetch_release, import_model, release_dir, write_tree
 
 MODEL = "demo-model-a"
@@ -189,3 +192,116 @@ def test_comparison_refuses_different_scaffolds(fetched_config):
     imports[1]["task_set_sha256"] = "0" * 64
     with pytest.raises(AfbenchError, match="differ in task_set"):
         summarize(imports, strict_budget=False)
+
+
+def test_import_results_streams_models_into_the_bytes_of_the_whole_record(fetched_config, tmp_path):
+    """The seed's one-process import keeps one model at a time: its file is byte for byte the
+    record written whole, with each model as the pipeline's import-model job writes it."""
+    from afbench.config import published_facts
+    from afbench.fsutil import json_bytes
+    from afbench.official import reduced
+    from afbench.records import OFFICIAL_REFERENCE, record
+
+    out = tmp_path / "reference.json"
+    afbench(
+        "import-results",
+        "--release-dir",
+        release_dir(fetched_config),
+        "--all-models",
+        "--output",
+        out,
+        cfg=fetched_config,
+    )
+    models = [import_model(fetched_config, slug) for slug in fetched_config["models"]]
+    summary = summarize([reduced(m) for m in models], False, published_facts(fetched_config))
+    whole = record(OFFICIAL_REFERENCE, summary=summary)
+    assert out.read_bytes() == json_bytes({**whole, "models": models})
+    lines = out.read_bytes().splitlines()
+    assert (
+        sum(line.startswith(b'    {"kind": "afbench official results import"') for line in lines)
+        == 9
+    )
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory, release_files, demo_yaml) -> tuple[bytes, dict]:
+    """One model's import as `afbench job import-model` writes it, and its catalog."""
+    base = tmp_path_factory.mktemp("outcomes")
+    mirror = write_tree(base / "m", release_files)
+    cfg = config_for(
+        release_files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, base / "r", demo_yaml
+    )
+    fetch_release(cfg)
+    import_model(cfg, MODEL)
+    catalog = json.loads(next((base / "r").rglob("tasks/catalog.json")).read_text())
+    return next((base / "r").rglob(f"imports/{MODEL}.json")).read_bytes(), catalog
+
+
+@pytest.fixture(scope="module")
+def written_import(written) -> bytes:
+    return written[0]
+
+
+def strictly(data: bytes):
+    from afbench.fsutil import parse_json_bytes
+    from afbench.official import outcomes
+    from afbench.records import MODEL_IMPORT, checked
+
+    try:
+        return outcomes(checked(parse_json_bytes(data, "f", "x"), "f", MODEL_IMPORT), "f")
+    except AfbenchError as exc:
+        return str(exc)
+
+
+JSON_BITS = [b'"', b"\\", b",", b":", b"{", b"}", b"[", b"]", b"\n", b" ", b"null", b"true"]
+JSON_BITS += [b"1e999", b"NaN", b"-0", b"01", b"\\ud800", b"\x1f", b"\xff", b'"task_id": "x", ']
+JSON_BITS += [b'"records": [], ', b"9" * 30, b"\xc3\xa9", b"\xef\xbb\xbf"]
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.sampled_from(["flip", "insert", "delete", "truncate"]),
+            st.sampled_from(JSON_BITS),
+        ),
+        min_size=1,
+        max_size=3,
+    )
+)
+def test_outcomes_read_by_layout_are_what_the_strict_reader_reads(written, edits):
+    """The report's fast reading of an import (one regular expression over the records, when
+    the file is laid out as afbench writes it) never accepts what the strict reader refuses,
+    nor reads anything else: it gives the strict reader's outcomes or leaves the file to it."""
+    from afbench.official import _outcomes_as_written, task_order
+
+    data, catalog = written
+    for position, kind, payload in edits:
+        data = prop.mutate(data, position, kind, payload)
+    fast = _outcomes_as_written(data, "f")
+    assert fast is None or fast == strictly(data)
+    in_order = _outcomes_as_written(data, "f", task_order(catalog))
+    assert in_order is None or in_order == strictly(data)
+
+
+def test_outcomes_are_read_by_layout_and_a_repeated_key_is_refused(written, tmp_path):
+    from afbench.official import _outcomes_as_written, read_outcomes, task_order
+
+    written_import, catalog = written
+    fast = _outcomes_as_written(written_import, "f")
+    assert fast is not None and fast == strictly(written_import)
+    order = task_order(catalog)
+    in_order = _outcomes_as_written(written_import, "f", order)
+    assert in_order == fast and in_order.task_ids is order.task_ids
+    assert len(fast.task_ids) == 341 and fast.successes.count(True) == fast.totals["passes"]
+    inside = written_import.replace(
+        b', "success": true,', b', "success": false, "success": true,', 1
+    )
+    assert _outcomes_as_written(inside, "f") is None
+    path = tmp_path / "import.json"
+    path.write_bytes(inside)
+    with pytest.raises(AfbenchError, match="not valid JSON: duplicate key 'success'"):
+        read_outcomes(path)
+    value = written_import.replace(b'"stop_reason": "solved"', b'"stop_reason": "solved, fine"', 1)
+    assert _outcomes_as_written(value, "f") == strictly(value)  # a value changed: still fast

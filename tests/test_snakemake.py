@@ -47,6 +47,7 @@ def test_demo_pipeline_end_to_end(demo_project):
     strict.write_text("import: {strict_budget: true}\n")
     assert planned(root, "--configfile", "config/demo.yaml", str(strict)) == {
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
@@ -106,6 +107,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "verify_release": 1,
         "import_model": 1,
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
@@ -117,13 +119,15 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     write_config(root, cfg)
     assert planned(root, *args) == {
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
     }
     snakemake(root, *args)
 
-    # a local run added: its import, the report and the audit
+    # a local run added: its import, the report and the audit; the figures do not show local
+    # runs, so they are not redrawn
     verdicts = mirror.parent / "verdicts"
     verdicts.mkdir()
     (verdicts / "v.json").write_text(
@@ -252,3 +256,85 @@ def test_lint_is_clean():
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Congratulations" in result.stdout + result.stderr
+
+
+HEAVY = ("pandas", "matplotlib", "numpy", "pyarrow")
+PROBE = """#!{python}
+# afbench, and after it which heavy libraries the command imported (a test's probe)
+import json
+import sys
+
+from afbench.cli import main, words
+
+code = main(sys.argv[1:])
+heavy = sorted(name for name in {heavy!r} if name in sys.modules)
+with open({log!r}, "a") as log:
+    log.write(json.dumps([" ".join(words(sys.argv[1:])), heavy]) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_a_job_imports_pandas_or_matplotlib_only_if_it_draws(tmp_path):
+    """Every job kind of the demo pipeline (and a local run's import), then the seed's own
+    commands on the release folder `afbench fetch` makes, run through a probe in front of
+    `afbench`: only the figures' job imports matplotlib, and none imports pandas (a job that
+    needs neither would pay ~0.7 s of CPU for it)."""
+    root = project(tmp_path)
+    probe_dir, log = tmp_path / "probe", tmp_path / "imported.jsonl"
+    probe_dir.mkdir()
+    probe = probe_dir / "afbench"
+    probe.write_text(
+        PROBE.format(python=SNAKEMAKE.replace("snakemake", "python"), heavy=HEAVY, log=str(log))
+    )
+    probe.chmod(0o755)
+    env = {**snakemake_env(), "PATH": f"{probe_dir}:{snakemake_env()['PATH']}"}
+    verdicts = tmp_path / "verdicts"
+    verdicts.mkdir()
+    (verdicts / "v.json").write_text(
+        json.dumps(
+            {
+                "task_id": "demo_s01_t001",
+                "status": "rejected",
+                "obligations": [],
+                "checks": {"lean_kernel": False},
+                "error": None,
+                "verifier": {"name": "v", "version": "1"},
+            }
+        )
+    )
+    run = {"mine": {"kind": "verdicts", "paths": [str(verdicts)], "selection": "demo-first-tasks"}}
+    (root / "runs.yaml").write_text(yaml.safe_dump({"runs": run}))
+
+    def afbench(*args: str) -> None:
+        result = subprocess.run(
+            [*args], cwd=root, env=env, capture_output=True, text=True, timeout=300
+        )
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+
+    afbench(SNAKEMAKE, "--configfile", "config/demo.yaml", "runs.yaml")
+    seed = ["--config", "config/demo.yaml", "--release-dir", "rel"]
+    afbench(str(probe), "fetch", *seed, "--all-models")
+    afbench(str(probe), "tasks", *seed, "--output", "tasks.json")
+    afbench(str(probe), "import-results", *seed, "--all-models", "--output", "reference.json")
+    imported: dict[str, set[str]] = {}
+    for line in log.read_text().splitlines():
+        command, heavy = json.loads(line)
+        imported.setdefault(command, set()).update(heavy)
+    kinds = [
+        "fetch-file",
+        "write-release-identity",
+        "verify-file",
+        "verify-release",
+        "export-catalog",
+        "select-tasks",
+        "write-plan",
+        "import-model",
+        "compare-models",
+        "import-run",
+        "render-report",
+        "write-artifact-manifest",
+    ]
+    assert {f"job {kind}" for kind in kinds} | {"fetch", "tasks", "import-results"} <= set(imported)
+    assert {command: sorted(heavy) for command, heavy in imported.items() if heavy} == {
+        "job render-figures": ["matplotlib", "numpy"]
+    }

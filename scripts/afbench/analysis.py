@@ -28,13 +28,9 @@ from .stats import (
 ALPHA = 0.05
 
 
-def check_current(
-    summary: tuple[str, dict], imports: list[tuple[str, dict]], catalog: dict, receipt: dict
-) -> None:
-    """Refuse to report numbers that are not the pinned ones: a model import older than its
-    pin or than the catalog, or a summary that does not come from exactly these imports (an
-    older comparison, or one whose newer run was refused)."""
-    pins = {entry["path"]: entry["actual_sha256"] for entry in receipt["files"]}
+def import_problems(imports: list[tuple[str, dict]], catalog: dict, pins: dict) -> list[Problem]:
+    """Model imports (totals, with their paths) not current: older than their pin (`pins`:
+    release path -> SHA-256), or checked against another task catalog."""
     problems = stale_imports(imports, pins)
     stale = {problem.file for problem in problems}
     for path, imp in imports:
@@ -48,6 +44,20 @@ def check_current(
                     field="inputs",
                 )
             )
+    return problems
+
+
+def receipt_pins(receipt: dict) -> dict[str, str]:
+    return {entry["path"]: entry["actual_sha256"] for entry in receipt["files"]}
+
+
+def check_current(
+    summary: tuple[str, dict], imports: list[tuple[str, dict]], catalog: dict, receipt: dict
+) -> None:
+    """Refuse to report numbers that are not the pinned ones: a model import older than its
+    pin or than the catalog, or a summary that does not come from exactly these imports (an
+    older comparison, or one whose newer run was refused)."""
+    problems = import_problems(imports, catalog, receipt_pins(receipt))
     summary_path, body = summary
     expected = {path: sha for _, imp in imports for path, sha in imp["inputs"].items()}
     shown = sorted(row["model"] for row in body["leaderboard"])
@@ -240,21 +250,46 @@ def leaderboard(
 
 
 def compactor(catalog: dict):
-    """A function reducing a model import to what the analysis needs: successes as a bitset
-    over the catalog's task order, and passes per source. Dropping the per-task records keeps
-    the report's memory flat in the number of tasks."""
-    position = {t["task_id"]: i for i, t in enumerate(catalog["tasks"])}
+    """A function reducing a model import's outcomes (official.Outcomes) to what the analysis
+    needs: its totals, successes as a bitset over the catalog's task order, and passes per
+    source. Dropping the per-task records keeps the report's memory flat in the number of
+    tasks."""
+    order = [t["task_id"] for t in catalog["tasks"]]
+    position = {task_id: i for i, task_id in enumerate(order)}
     source_ids = [s["source_id"] for s in catalog["sources"]]
+    digit = {True: "1", False: "0"}
 
-    def compact(imp: dict) -> dict:
-        bits, by_source = 0, dict.fromkeys(source_ids, 0)
-        for task in imp["records"]:
-            if task["success"]:
-                bits |= 1 << position[task["task_id"]]
-                by_source[task["source_id"]] += 1
+    def compact(outcomes, file: str = "model import") -> dict:
+        from collections import Counter
+        from itertools import compress
+
+        if outcomes.task_ids == order:  # the catalog's order, as import-model writes it
+            digits = list(map(digit.__getitem__, outcomes.successes))
+        else:
+            unknown = [t for t in outcomes.task_ids if t not in position]
+            if unknown:
+                raise AfbenchError(
+                    "a task that is not in the catalog: import the model again",
+                    file=file,
+                    field="task_id",
+                    found=unknown[0],
+                )
+            digits = ["0"] * len(order)
+            for task_id in compress(outcomes.task_ids, outcomes.successes):
+                digits[position[task_id]] = "1"
+        by_source = dict.fromkeys(source_ids, 0)
+        for source_id, passes in Counter(compress(outcomes.source_ids, outcomes.successes)).items():
+            if source_id not in by_source:
+                raise AfbenchError(
+                    "a source that is not in the catalog: import the model again",
+                    file=file,
+                    field="source_id",
+                    found=source_id,
+                )
+            by_source[source_id] += passes
         return {
-            **{k: v for k, v in imp.items() if k != "records"},
-            "success_bits": bits,
+            **outcomes.totals,
+            "success_bits": int("".join(reversed(digits)) or "0", 2),
             "passes_by_source": by_source,
         }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from .csvtable import (
+    FIRST_ROW,
     first_rows,
     int_column,
     name_column,
@@ -36,34 +37,34 @@ SOURCES_FIELDS = ("source_id", "title", "authors", "license", "n_tasks")
 
 
 def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list[dict], list]:
-    """The MANIFEST's tasks, checked column-wise; every problem in the file is reported."""
+    """The MANIFEST's tasks, checked column by column; every problem in the file is reported."""
     with paused_gc():
         table = read_table(data, file, mapping)
-        frame, found = table.frame, []
-        ids_ok = name_column(frame["task_id"], found, 0, file=file)
-        name_column(frame["source_id"], found, 1, file=file)
-        text_column(frame["source_ref"], found, 2, file=file)
-        text_column(frame["target_declaration"], found, 3, file=file)
-        n_obligations = int_column(frame["n_obligations"], found, 4, file=file, minimum=1)
-        text_column(frame["workspace"], found, 5, file=file)
-        for i, first in first_rows(frame["task_id"], keep=ids_ok):
-            row = int(frame.index[i])
+        column, found = table.columns, []
+        rows = range(FIRST_ROW, FIRST_ROW + table.length)
+        ids_ok = name_column(column["task_id"], rows, found, 0, file=file, field="task_id")
+        name_column(column["source_id"], rows, found, 1, file=file, field="source_id")
+        for order, field in enumerate(("source_ref", "target_declaration"), start=2):
+            text_column(column[field], rows, found, order, file=file, field=field)
+        n_obligations = int_column(
+            column["n_obligations"], rows, found, 4, file=file, field="n_obligations", minimum=1
+        )
+        text_column(column["workspace"], rows, found, 5, file=file, field="workspace")
+        for i, first in first_rows(column["task_id"], keep=ids_ok):
             found.append(
                 (
-                    row,
+                    rows[i],
                     6,
                     Problem(
-                        f"duplicate task_id (first at row {first})",
+                        f"duplicate task_id (first at row {rows[first]})",
                         file=file,
-                        row=row,
+                        row=rows[i],
                         field="task_id",
-                        found=frame["task_id"].iat[i],
+                        found=column["task_id"][i],
                     ),
                 )
             )
         raise_found(found)
-        columns = [frame[field].tolist() for field in MANIFEST_FIELDS]
-        columns[MANIFEST_FIELDS.index("n_obligations")] = n_obligations
         tasks = [
             {
                 "task_id": task_id,
@@ -73,38 +74,46 @@ def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[lis
                 "n_obligations": n,
                 "workspace": workspace,
             }
-            for task_id, source_id, source_ref, target, n, workspace in zip(*columns, strict=True)
+            for task_id, source_id, source_ref, target, n, workspace in zip(
+                column["task_id"],
+                column["source_id"],
+                column["source_ref"],
+                column["target_declaration"],
+                n_obligations,
+                column["workspace"],
+                strict=True,
+            )
         ]
     return tasks, table.extra_columns
 
 
 def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list[dict], list]:
-    """SOURCES.csv, checked column-wise; every problem in the file is reported."""
+    """SOURCES.csv, checked column by column; every problem in the file is reported."""
     table = read_table(data, file, mapping)
-    frame, found = table.frame, []
-    ids_ok = name_column(frame["source_id"], found, 0, file=file)
-    text_column(frame["title"], found, 1, file=file)
-    n_tasks = int_column(frame["n_tasks"], found, 2, file=file)
-    for i, _ in first_rows(frame["source_id"], keep=ids_ok):
-        row = int(frame.index[i])
+    column, found = table.columns, []
+    rows = range(FIRST_ROW, FIRST_ROW + table.length)
+    ids_ok = name_column(column["source_id"], rows, found, 0, file=file, field="source_id")
+    text_column(column["title"], rows, found, 1, file=file, field="title")
+    n_tasks = int_column(column["n_tasks"], rows, found, 2, file=file, field="n_tasks")
+    for i, _ in first_rows(column["source_id"], keep=ids_ok):
         found.append(
             (
-                row,
+                rows[i],
                 3,
                 Problem(
                     "duplicate source_id",
                     file=file,
-                    row=row,
+                    row=rows[i],
                     field="source_id",
-                    found=frame["source_id"].iat[i],
+                    found=column["source_id"][i],
                 ),
             )
         )
     raise_found(found)
-    columns = [frame[field].tolist() for field in SOURCES_FIELDS]
-    columns[SOURCES_FIELDS.index("n_tasks")] = n_tasks
+    values = {**column, "n_tasks": n_tasks}
     sources = [
-        dict(zip(SOURCES_FIELDS, values, strict=True)) for values in zip(*columns, strict=True)
+        dict(zip(SOURCES_FIELDS, cells, strict=True))
+        for cells in zip(*(values[field] for field in SOURCES_FIELDS), strict=True)
     ]
     return sources, table.extra_columns
 

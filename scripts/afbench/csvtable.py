@@ -1,16 +1,16 @@
 """Strict CSV reading shared by every upstream file: UTF-8 (BOM tolerated), RFC 4180 quoting,
 LF or CRLF, columns found by name through the config's column mapping, extra columns listed.
 
-The file is tokenised by the standard library's strict RFC 4180 reader (pandas' own CSV
-parsers are lenient: they pad short rows, accept text after a closing quote and stop at the
-first bad row), and bounded before anything grows with it (columns, rows, field size). The
-cells then become a pandas DataFrame of untouched Python strings (no type guessing, no NA
-values), and every check is made column-wise; a value that fails a check is then passed through
-the scalar parse_* helper of the same rule, so that each refusal carries the same message
-(file, row, field, expected, found) whichever way it was found.
+The file is tokenised by the standard library's strict RFC 4180 reader (or, for text with no
+quote at all, by plain splitting, which gives the same cells), bounded before anything grows
+with it (columns, rows, field size), and kept as columns: our field name -> the raw text of
+every data row, in file order. Every check is then made one column at a time in plain Python
+(no pandas: importing it costs a job more than the parse it would speed up); a value a check
+refuses is passed through the scalar parse_* helper of the same rule, so that each refusal
+carries the one message (file, row, field, expected, found) of that rule.
 
-All patterns are full-match (``re.fullmatch`` / ``Series.str.fullmatch``): ``$`` would accept a
-value that ends in a newline."""
+All patterns are full-match (``re.fullmatch``): ``$`` would accept a value that ends in a
+newline."""
 
 from __future__ import annotations
 
@@ -21,16 +21,12 @@ import itertools
 import math
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from operator import itemgetter
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple
 
 from .errors import AfbenchError, Problem
-
-if TYPE_CHECKING:  # pandas is imported when a CSV is read: commands without one stay light
-    import numpy as np
-    import pandas as pd
 
 MAX_FIELD = 100_000  # characters in one cell
 MAX_COLUMNS = 1_000  # the widest upstream file has 13
@@ -40,17 +36,26 @@ INT_LIMIT = 2**63 - 1  # a count beyond this is never real (and Python's int() c
 INT_DIGITS = len(str(INT_LIMIT))
 INTEGER = re.compile(r"[0-9]+")
 DECIMAL = re.compile(r"[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
+FIRST_ROW = 2  # spreadsheet numbering: the header is row 1
 
 
 class Table(NamedTuple):
     file: str
     header: list[str]
-    frame: pd.DataFrame  # our field names -> raw text (Python str, object dtype)
+    columns: dict[str, list[str]]  # our field names -> raw text of every data row
+    length: int  # data rows
     extra_columns: list[str]
 
     @property
     def rows(self) -> list[dict[str, str]]:
-        return self.frame.to_dict("records")
+        names = list(self.columns)
+        return [dict(zip(names, cells, strict=True)) for cells in self.cells()]
+
+    def cells(self) -> list[tuple[str, ...]]:
+        """Each data row's mapped cells, in mapping order."""
+        if not self.columns:
+            return [()] * self.length
+        return list(zip(*self.columns.values(), strict=True))
 
 
 def closest(name: str, candidates: list[str]) -> list[str]:
@@ -83,13 +88,22 @@ def _too_long(file: str) -> AfbenchError:
     )
 
 
-def _split_plain(text: str, file: str) -> np.ndarray | None:
-    """Text without a quote character, a blank line or a lone CR, whose every line has the
-    header's number of fields: its cells as a 2-D array (the header first), by plain
-    splitting, which is what the strict reader gives for such text, many times faster. None
-    for any other text: the strict reader reads it (and words any refusal)."""
-    import numpy as np
+class _Cells(NamedTuple):
+    """Every cell of a file, row after row, each row followed by one marker cell."""
 
+    flat: list[str]
+    width: int
+    lines: int  # the header included
+
+    def column(self, position: int) -> list[str]:
+        return self.flat[self.width + 1 + position :: self.width + 1]
+
+
+def _split_plain(text: str, file: str) -> _Cells | None:
+    """Text without a quote character, a blank line or a lone CR, whose every line has the
+    header's number of fields: its cells by plain splitting, which is what the strict reader
+    gives for such text, many times faster. None for any other text: the strict reader reads
+    it (and words any refusal)."""
     if '"' in text or not text:
         return None
     if "\r" in text:
@@ -106,19 +120,16 @@ def _split_plain(text: str, file: str) -> np.ndarray | None:
         return None  # the strict reader refuses it after reading the header alone
     if lines - 1 > MAX_ROWS:
         raise _too_long(file)
-    raw = np.frombuffer(text.encode(), dtype=np.uint8)
-    ends = np.flatnonzero(raw == ord("\n"))
-    if np.diff(ends, prepend=-1, append=len(raw)).max(initial=0) > MAX_FIELD:
-        return None  # a line this long may hold a cell over the limit (a line's bytes >= chars)
+    if max(map(len, text.split("\n"))) > MAX_FIELD:
+        return None  # a line this long may hold a cell over the limit
     # Every line end becomes a cell of its own, a NUL (never in the text: refused before), so
     # that one split gives every cell; then if every (width + 1)-th cell is a NUL, and there
     # are as many cells as that needs, every line has the header's width.
-    cells = (text + "\n").replace("\n", ",\x00,").split(",")
-    del text, raw
-    cells.pop()  # the empty cell after the last NUL
-    if len(cells) != lines * (width + 1) or cells[width :: width + 1].count("\x00") != lines:
+    flat = (text + "\n").replace("\n", ",\x00,").split(",")
+    flat.pop()  # the empty cell after the last NUL
+    if len(flat) != lines * (width + 1) or flat[width :: width + 1].count("\x00") != lines:
         return None
-    return np.array(cells, dtype=object).reshape(lines, width + 1)[:, :width]
+    return _Cells(flat, width, lines)
 
 
 def _tokenise(text: str, file: str) -> tuple[list[str], list[list[str]]]:
@@ -152,9 +163,6 @@ def paused_gc():
 
 
 def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
-    import numpy as np
-    import pandas as pd
-
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
@@ -164,9 +172,9 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
     if "\x00" in text:
         line = text[: text.index("\x00")].count("\n") + 1
         raise AfbenchError(f"NUL character on line {line}; not a text CSV", file=file, row=line)
-    block = _split_plain(text, file)
-    if block is not None:
-        raw_header, body = block[0].tolist(), None
+    plain = _split_plain(text, file)
+    if plain is not None:
+        raw_header, body = plain.flat[: plain.width], None
     else:
         raw_header, body = _tokenise(text, file)
     del text
@@ -198,8 +206,12 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
             ]
         )
     width = len(header)
-    if body is not None:
-        wrong = [(number, len(r)) for number, r in enumerate(body, 2) if len(r) != width]
+    position = {name: i for i, name in enumerate(header)}
+    if body is None:
+        columns = {ours: plain.column(position[theirs]) for ours, theirs in mapping.items()}
+        length = plain.lines - 1
+    else:
+        wrong = [(number, len(r)) for number, r in enumerate(body, FIRST_ROW) if len(r) != width]
         if wrong:
             raise AfbenchError(
                 problems=[
@@ -209,25 +221,12 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
                     for row, found in wrong
                 ]
             )
-    # one 2-D block of Python strings; the frame's columns are our fields, in mapping order
-    if body is None:
-        block = block[1:]
-    else:
-        block = np.array(body, dtype=object) if body else np.empty((0, width), dtype=object)
-        del body
-    position = {name: i for i, name in enumerate(header)}
-    take = [position[theirs] for theirs in mapping.values()]
-    if take != list(range(width)):
-        block = block[:, take]
-    frame = pd.DataFrame(
-        block,
-        columns=list(mapping),
-        index=pd.RangeIndex(2, len(block) + 2),
-        dtype=object,
-        copy=False,
-    )
+        columns = {
+            ours: list(map(itemgetter(position[theirs]), body)) for ours, theirs in mapping.items()
+        }
+        length = len(body)
     mapped = set(mapping.values())
-    return Table(file, header, frame, [h for h in header if h not in mapped])
+    return Table(file, header, columns, length, [h for h in header if h not in mapped])
 
 
 def parse_int(
@@ -278,11 +277,11 @@ def require_text(text: str, *, file: str, row: int, field: str) -> str:
     return text
 
 
-# Column-wise forms of the rules above, on a column of the table's frame (its index: the row
-# numbers). Each returns the parsed values (None where refused), or the mask of acceptable
-# rows, and appends (row, order, Problem) for every refused value to `found`, the Problem made
-# by the scalar helper of the same rule. Low-cardinality columns are checked once per distinct
-# value.
+# Column-wise forms of the rules above, on one column's texts with the row number of each
+# (`rows[i]` for `texts[i]`). Each returns the parsed values (None where refused), or which
+# rows are acceptable, and appends (row, order, Problem) for every refused value to `found`,
+# the Problem made by the scalar helper of the same rule. Low-cardinality columns are checked
+# once per distinct value.
 
 Found = list[tuple[int, int, Problem]]
 
@@ -291,7 +290,7 @@ def per_distinct(texts: list[str], parse: Callable[[str], object]) -> list:
     """[parse(text) for text in texts], parsing each distinct value once when few are."""
     distinct = dict.fromkeys(texts)
     if len(distinct) > len(texts) // 4:
-        return [parse(text) for text in texts]
+        return list(map(parse, texts))
     for text in distinct:
         distinct[text] = parse(text)
     return list(map(distinct.__getitem__, texts))
@@ -300,33 +299,35 @@ def per_distinct(texts: list[str], parse: Callable[[str], object]) -> list:
 def _refuse(
     found: Found,
     order: int,
-    column: pd.Series,
+    texts: list[str],
+    rows: Sequence[int],
     bad: list[int],
     check: Callable[[str, int, int], object],
 ) -> None:
     """The scalar rule's own problem for each refused position."""
-    rows, texts = column.index, column.array
     for i in bad:
-        row = int(rows[i])
+        row = rows[i]
         try:
             check(texts[i], row, i)
         except AfbenchError as exc:
             found.extend((row, order, problem) for problem in exc.problems)
         else:  # the column-wise rule and the scalar one disagree: never accept silently
-            raise AssertionError(f"{column.name} row {row}: {texts[i]!r} passed the scalar check")
+            raise AssertionError(f"row {row}: {texts[i]!r} passed the scalar check")
 
 
 def int_column(
-    column: pd.Series,
+    texts: list[str],
+    rows: Sequence[int],
     found: Found,
     order: int,
     *,
     file: str,
+    field: str,
     minimum: int = 0,
     maximum: list[int] | None = None,
 ) -> list[int | None]:
     """Whole numbers, digits only, minimum <= value (<= maximum, one bound per row). Python
-    ints, not int64: a cell of 30 digits is out of range, never wrapped around."""
+    ints: a cell of 30 digits is out of range, never wrapped around."""
     match = INTEGER.fullmatch
 
     def parse(text: str) -> int | None:
@@ -335,7 +336,7 @@ def int_column(
         value = int(text)
         return value if minimum <= value <= INT_LIMIT else None
 
-    values = per_distinct(column.to_numpy().tolist(), parse)
+    values = per_distinct(texts, parse)
     if maximum is None:
         bad = [i for i, value in enumerate(values) if value is None]
     else:
@@ -348,13 +349,14 @@ def int_column(
         _refuse(
             found,
             order,
-            column,
+            texts,
+            rows,
             bad,
             lambda text, row, i: parse_int(
                 text,
                 file=file,
                 row=row,
-                field=column.name,
+                field=field,
                 minimum=minimum,
                 maximum=None if maximum is None else maximum[i],
             ),
@@ -364,9 +366,10 @@ def int_column(
     return values
 
 
-def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> list[float | None]:
+def cost_column(
+    texts: list[str], rows: Sequence[int], found: Found, order: int, *, file: str, field: str
+) -> list[float | None]:
     """Finite, non-negative decimals."""
-    texts = column.to_numpy().tolist()
     if all(map(DECIMAL.fullmatch, texts)):
         values = list(map(float, texts))
         if math.inf not in values:
@@ -378,30 +381,42 @@ def cost_column(column: pd.Series, found: Found, order: int, *, file: str) -> li
         _refuse(
             found,
             order,
-            column,
+            texts,
+            rows,
             bad,
-            lambda text, row, i: parse_cost(text, file=file, row=row, field=column.name),
+            lambda text, row, i: parse_cost(text, file=file, row=row, field=field),
         )
         for i in bad:
             values[i] = None
     return values
 
 
-def text_column(column: pd.Series, found: Found, order: int, *, file: str) -> None:
+def text_column(
+    texts: list[str], rows: Sequence[int], found: Found, order: int, *, file: str, field: str
+) -> None:
     """Non-empty text (not only white space)."""
-    bad = [i for i, text in enumerate(column.to_numpy().tolist()) if not text.strip()]
-    if bad:
-        _refuse(
-            found,
-            order,
-            column,
-            bad,
-            lambda text, row, i: require_text(text, file=file, row=row, field=column.name),
-        )
+    if all(map(str.strip, texts)):
+        return
+    bad = [i for i, text in enumerate(texts) if not text.strip()]
+    _refuse(
+        found,
+        order,
+        texts,
+        rows,
+        bad,
+        lambda text, row, i: require_text(text, file=file, row=row, field=field),
+    )
 
 
 def name_column(
-    column: pd.Series, found: Found, order: int, *, file: str, max_length: int = 200
+    texts: list[str],
+    rows: Sequence[int],
+    found: Found,
+    order: int,
+    *,
+    file: str,
+    field: str,
+    max_length: int = 200,
 ) -> list[bool]:
     """Values that become path components or argv elements (fsutil.check_name, column-wise);
     returns which rows are acceptable."""
@@ -409,46 +424,38 @@ def name_column(
 
     match = SAFE_NAME.fullmatch
     ok = per_distinct(
-        column.to_numpy().tolist(),
-        lambda text: bool(match(text)) and ".." not in text and len(text) <= max_length,
+        texts, lambda text: bool(match(text)) and ".." not in text and len(text) <= max_length
     )
-    bad = [i for i, good in enumerate(ok) if not good]
-    if bad:
+    if False in ok:
+        bad = [i for i, good in enumerate(ok) if not good]
         _refuse(
             found,
             order,
-            column,
+            texts,
+            rows,
             bad,
-            lambda text, row, i: check_name(text, column.name, file=file, row=row),
+            lambda text, row, i: check_name(text, field, file=file, row=row),
         )
     return ok
 
 
-def first_rows(column: pd.Series, keep: list[bool] | None = None) -> list[tuple[int, int]]:
-    """(position, row number of the value's first occurrence) for every row that repeats an
-    earlier value (among the `keep` rows)."""
-    import numpy as np
-    import pandas as pd
-
-    values = column.to_numpy(dtype=object)
-    positions = np.arange(len(values)) if keep is None else np.flatnonzero(keep)
-    if keep is not None:
-        values = values[positions]
-    if len(set(values.tolist())) == len(values):
+def first_rows(values: list[str], keep: list[bool] | None = None) -> list[tuple[int, int]]:
+    """(position, position of the value's first occurrence) for every position that repeats an
+    earlier value (among the `keep` positions)."""
+    if keep is None and len(set(values)) == len(values):
         return []
-    codes, _ = pd.factorize(values, use_na_sentinel=False)
-    repeat = pd.Series(codes).duplicated(keep="first").to_numpy()
-    if not repeat.any():
-        return []
-    first = np.full(codes.max() + 1, -1, dtype=np.int64)
-    first[codes[::-1]] = positions[::-1]  # the earliest position wins
-    rows = column.index
-    return [
-        (int(p), int(rows[first[c]])) for p, c in zip(positions[repeat], codes[repeat], strict=True)
-    ]
+    first: dict[str, int] = {}
+    repeats = []
+    for i, value in enumerate(values):
+        if keep is not None and not keep[i]:
+            continue
+        at = first.setdefault(value, i)
+        if at != i:
+            repeats.append((i, at))
+    return repeats
 
 
-def raise_found(found: Found, after: list[Problem] = ()) -> None:
+def raise_found(found: Found, after: Sequence[Problem] = ()) -> None:
     """Raise every problem, in row order and, within a row, in the order of the checks."""
     if found or after:
         found.sort(key=itemgetter(0, 1))

@@ -241,6 +241,12 @@ def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
     return _svg(fig)
 
 
+def names(analysis: dict) -> list[str]:
+    """The report's figures for this analysis, by name (make_figures draws them)."""
+    paired = ["paired"] if analysis["paired"]["pairs"] else []
+    return ["leaderboard", "cost_success", "per_source", *paired]
+
+
 def make_figures(analysis: dict) -> dict[str, str]:
     """Every figure of the report, name -> SVG text."""
     board = analysis["leaderboard"]

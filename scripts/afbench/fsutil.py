@@ -8,6 +8,7 @@ import errno
 import glob
 import hashlib
 import io
+import itertools
 import json
 import os
 import re
@@ -419,9 +420,10 @@ def _replaceable(path: str) -> os.stat_result | None:
     return info
 
 
-def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
-    """`data` written and flushed to a temporary name beside `path`; its name is returned.
-    Created with the umask honoured: 0o666 & ~umask, or 0o444 & ~umask when `read_only`."""
+def _stage(path: Path, data: bytes | Iterable[bytes], *, read_only: bool) -> Path:
+    """`data` (bytes, or an iterable of byte chunks) written and flushed to a temporary name
+    beside `path`; its name is returned. Created with the umask honoured: 0o666 & ~umask, or
+    0o444 & ~umask when `read_only`."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -438,7 +440,8 @@ def _stage(path: Path, data: bytes, *, read_only: bool) -> Path:
         raise _write_failed(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            for chunk in (data,) if isinstance(data, bytes) else data:
+                handle.write(chunk)
             handle.flush()
             os.fsync(handle.fileno())
     except BaseException as exc:
@@ -482,7 +485,9 @@ def _signals_held():
             signal.raise_signal(held[0])  # delivered now, to the command's own handler
 
 
-def write_outputs(outputs: Sequence[tuple[Path, bytes]], *, read_only: bool = False) -> None:
+def write_outputs(
+    outputs: Sequence[tuple[Path, bytes | Iterable[bytes]]], *, read_only: bool = False
+) -> None:
     """A command's outputs, one unit. Every output is checked (see check_output), then each is
     written to its temporary name, and only then are they renamed into place, with SIGINT,
     SIGTERM and SIGHUP held back until the last rename: an interruption or a failed write
@@ -537,8 +542,11 @@ def _rename_failed(path: Path, exc: OSError, done: list[Path], rest: list[Path])
     )
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, read_only: bool = False) -> None:
-    """Write to a temporary name in the same folder, flush, then rename into place.
+def atomic_write_bytes(
+    path: Path, data: bytes | Iterable[bytes], *, read_only: bool = False
+) -> None:
+    """Write to a temporary name in the same folder, flush, then rename into place. `data` may
+    be an iterable of chunks, for a file too large to hold in memory at once.
 
     A reader (or a crash) never sees a partial file at `path`; a failed write (a full disk, a
     missing permission) is one AfbenchError naming `path` and leaves no temporary file.
@@ -570,7 +578,11 @@ def _layout(obj: object, depth: int) -> str:
         items = [f"{pad}{_compact(key)}: {_layout(value, depth + 1)}" for key, value in obj.items()]
         return "{\n" + ",\n".join(items) + "\n" + "  " * depth + "}"
     if depth < 2 and isinstance(obj, list) and obj and all(isinstance(v, dict | list) for v in obj):
-        return "[\n" + ",\n".join(pad + _compact(v) for v in obj) + "\n" + "  " * depth + "]"
+        if _C_ENCODE is None:  # pragma: no cover
+            lines = map(_compact, obj)
+        else:  # the C encoder called from C for each element (34,100 task records)
+            lines = map("".join, map(_C_ENCODE, obj, itertools.repeat(0)))
+        return "[\n" + pad + (",\n" + pad).join(lines) + "\n" + "  " * depth + "]"
     return _compact(obj)
 
 
@@ -579,6 +591,30 @@ def json_bytes(obj: object) -> bytes:
     task record) per line, deeper values compact. Much faster than indent= on large records,
     which makes the json module fall back to its pure-Python encoder."""
     return (_layout(obj, 0) + "\n").encode()
+
+
+def json_around(obj: dict, key: str) -> tuple[bytes, bytes]:
+    """json_bytes(obj) in two parts, for a long list of dicts at its last key `key` (depth 1)
+    written one element at a time: the bytes before the first element and after the last.
+    Between them, each element's json_element(), joined by JSON_ELEMENT_SEPARATOR."""
+    if list(obj)[-1] != key:
+        raise ValueError(f"{key!r} is not the last key")
+    text = json_bytes({**obj, key: [{}]})
+    placeholder = b"{}\n  ]\n}\n"
+    if not text.endswith(b"    " + placeholder):  # pragma: no cover - a change of _layout
+        raise ValueError("json_bytes no longer lays a list of dicts out one per line")
+    return text[: -len(placeholder)], placeholder[2:]
+
+
+JSON_ELEMENT_SEPARATOR = b",\n    "
+
+
+def json_element(obj: dict, path: Path) -> bytes:
+    """One element of the list json_around() leaves out, as json_bytes lays it out there."""
+    try:
+        return _compact(obj).encode()
+    except UnicodeEncodeError as exc:
+        raise _encode_error(Path(path), exc) from None
 
 
 def _encode_error(path: Path, exc: UnicodeEncodeError) -> AfbenchError:

@@ -3,11 +3,17 @@ audit, and comparisons refused unless they are like for like."""
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
+from operator import itemgetter
+from pathlib import Path
+from typing import NamedTuple
 
 from .budget import budget_audit
 from .csvtable import (
+    FIRST_ROW,
     cost_column,
     first_rows,
     int_column,
@@ -25,6 +31,21 @@ REPORTED_NOTE = (
     "condition as pinned), taken as given. It is not a local capability score and "
     "is never merged with local runs."
 )
+RESULT_FIELDS = (
+    "task_id",
+    "source_id",
+    "target_declaration",
+    "n_obligations",
+    "success",
+    "obligations_accepted",
+    "cost_usd",
+    "stop_reason",
+    "source_condition",
+    "scaffold",
+    "tools",
+    "stopping_policy",
+    "finished_at",
+)  # a results file's fields, each mapped to a column (the schema's columns.results)
 CONSTANT_FIELDS = ("source_condition", "scaffold", "tools", "stopping_policy")
 COMPARED_FIELDS = ("task_set", *CONSTANT_FIELDS, "budget_usd")
 
@@ -57,7 +78,7 @@ BOOLEANS = {"true": True, "false": False}
 _BAD = object()
 
 
-def _finished_column(column, found: list, order: int, file: str) -> list[str | None]:
+def _finished_column(texts: list[str], rows: list[int], found: list, order: int, file: str):
     """finished_at: ISO-8601 date or datetime, or empty (unknown)."""
 
     def parse(text: str) -> object:
@@ -66,22 +87,21 @@ def _finished_column(column, found: list, order: int, file: str) -> list[str | N
         except ValueError:
             return _BAD
 
-    values = per_distinct(column.to_numpy().tolist(), parse)
+    values = per_distinct(texts, parse)
     if _BAD in values:
         for i, value in enumerate(values):
             if value is _BAD:
-                row = int(column.index[i])
                 found.append(
                     (
-                        row,
+                        rows[i],
                         order,
                         Problem(
                             "not an ISO-8601 date or datetime",
                             file=file,
-                            row=row,
+                            row=rows[i],
                             field="finished_at",
                             expected="e.g. 2026-08-01 or 2026-08-01T12:00:00Z, or empty",
-                            found=column.iat[i],
+                            found=texts[i],
                         ),
                     )
                 )
@@ -98,18 +118,14 @@ def parse_results(
 ) -> tuple[list[dict], dict, list[str]]:
     """Validated per-task records; every problem in the file is reported, not just the first.
 
-    Checked column-wise (pandas); the problems come out in row order and, within a row, in
-    the order of the checks, followed by the file-level ones."""
+    Checked column by column; the problems come out in row order and, within a row, in the
+    order of the checks, followed by the file-level ones."""
     with paused_gc():
         return _parse_results(data, file, mapping, manifest, pinned_condition)
 
 
 def _parse_results(data, file, mapping, manifest, pinned_condition):
-    import numpy as np
-    import pandas as pd
-
     table = read_table(data, file, mapping)
-    frame = table.frame
     found: list = []
 
     def bad(row: int, order: int, field: str, message: str, expected=None, value=None):
@@ -121,28 +137,38 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             )
         )
 
-    def text(field: str) -> list[str]:
-        return rows[field].to_numpy().tolist()
-
     # task ids: each once, each in the MANIFEST (a repeat is reported as such, not as unknown)
-    task_ids = frame["task_id"].to_numpy().tolist()
+    task_ids = table.columns["task_id"]
     tasks = list(map(manifest.get, task_ids))
-    repeats = first_rows(frame["task_id"])
-    valid = np.ones(len(task_ids), dtype=bool)
-    for i, first in repeats:
+    valid = [True] * len(task_ids)
+    for i, first in first_rows(task_ids):
         valid[i] = False
-        bad(i + 2, 0, "task_id", f"duplicate task_id (first at row {first})", value=task_ids[i])
+        bad(
+            i + FIRST_ROW,
+            0,
+            "task_id",
+            f"duplicate task_id (first at row {first + FIRST_ROW})",
+            value=task_ids[i],
+        )
     if None in tasks:
         for i, task in enumerate(tasks):
             if task is None and valid[i]:
                 valid[i] = False
-                bad(i + 2, 0, "task_id", "unknown task_id (not in MANIFEST)", value=task_ids[i])
-    if valid.all():
-        rows = frame
+                bad(
+                    i + FIRST_ROW,
+                    0,
+                    "task_id",
+                    "unknown task_id (not in MANIFEST)",
+                    value=task_ids[i],
+                )
+    if False in valid:
+        kept = [i for i, ok in enumerate(valid) if ok]
+        column = {field: [texts[i] for i in kept] for field, texts in table.columns.items()}
+        tasks = [tasks[i] for i in kept]
+        numbers = [i + FIRST_ROW for i in kept]
     else:
-        rows = frame[valid]
-        tasks = [task for task, keep in zip(tasks, valid.tolist(), strict=True) if keep]
-    numbers = rows.index.tolist()
+        column = table.columns
+        numbers = range(FIRST_ROW, FIRST_ROW + len(task_ids))
 
     # the MANIFEST's own columns, unchanged
     source_ids = [t["source_id"] for t in tasks]
@@ -154,7 +180,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         "n_obligations": list(map(as_text.__getitem__, n)),
     }
     for order, field in enumerate(expected, start=1):
-        actual = text(field)
+        actual = column[field]
         if actual != expected[field]:
             for i, (want, got) in enumerate(zip(expected[field], actual, strict=True)):
                 if want != got:
@@ -162,15 +188,23 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
                     bad(numbers[i], order, field, "differs from the MANIFEST row", want, got)
 
     # the model's outcome: success, obligations, cost, stop reason, finish time
-    success_text = text("success")
+    success_text = column["success"]
     success = list(map(BOOLEANS.get, success_text))
     if None in success:
         for i, won in enumerate(success):
             if won is None:
                 bad(numbers[i], 4, "success", "not a boolean", "true or false", success_text[i])
-    accepted = int_column(rows["obligations_accepted"], found, 5, file=file, maximum=n)
-    cost = cost_column(rows["cost_usd"], found, 6, file=file)
-    stop = text("stop_reason")
+    accepted = int_column(
+        column["obligations_accepted"],
+        numbers,
+        found,
+        5,
+        file=file,
+        field="obligations_accepted",
+        maximum=n,
+    )
+    cost = cost_column(column["cost_usd"], numbers, found, 6, file=file, field="cost_usd")
+    stop = column["stop_reason"]
     empty = per_distinct(stop, lambda reason: not reason.strip())
     solved = per_distinct(stop, lambda reason: reason == "solved")
     won_all = [won is True for won in success]
@@ -196,19 +230,18 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
                     total,
                     got,
                 )
-    else:  # every row is a clean true/false, so only a short success is left to find
-        for i in np.flatnonzero(
-            np.array(won_all, dtype=bool) & (np.array(accepted) != np.array(n))
-        ).tolist():
-            bad(
-                numbers[i],
-                9,
-                "obligations_accepted",
-                "a success needs every obligation accepted",
-                n[i],
-                accepted[i],
-            )
-    finished = _finished_column(rows["finished_at"], found, 10, file)
+    elif accepted != n:  # every row is a clean true/false, so only a short success is left
+        for i, (won, got, total) in enumerate(zip(won_all, accepted, n, strict=True)):
+            if won and got != total:
+                bad(
+                    numbers[i],
+                    9,
+                    "obligations_accepted",
+                    "a success needs every obligation accepted",
+                    total,
+                    got,
+                )
+    finished = _finished_column(column["finished_at"], numbers, found, 10, file)
 
     # file-level: every MANIFEST task present, the constant columns constant
     after = []
@@ -225,24 +258,24 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         )
     constants = {}
     for field in CONSTANT_FIELDS if numbers else ():
-        values = text(field)
+        values = column[field]
         if values.count(values[0]) == len(values):
             constants[field] = values[0]
             continue
-        codes, uniques = pd.factorize(np.array(values, dtype=object), use_na_sentinel=False)
-        common = int(np.bincount(codes).argmax())  # ties: the value seen first, as Counter
-        constants[field] = uniques[common]
-        for i in np.flatnonzero(codes != common).tolist():
-            after.append(
-                Problem(
-                    "must be constant within the file (most rows differ)",
-                    file=file,
-                    row=numbers[i],
-                    field=field,
-                    expected=constants[field],
-                    found=values[i],
+        # the most common value; a tie goes to the value seen first
+        constants[field] = Counter(values).most_common(1)[0][0]
+        for i, value in enumerate(values):
+            if value != constants[field]:
+                after.append(
+                    Problem(
+                        "must be constant within the file (most rows differ)",
+                        file=file,
+                        row=numbers[i],
+                        field=field,
+                        expected=constants[field],
+                        found=value,
+                    )
                 )
-            )
     if constants.get("source_condition", pinned_condition) != pinned_condition:
         after.append(
             Problem(
@@ -266,7 +299,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             "finished_at": when,
         }
         for task_id, source_id, won, total, got, usd, reason, when in zip(
-            text("task_id"), source_ids, success, n, accepted, cost, stop, finished, strict=True
+            column["task_id"], source_ids, success, n, accepted, cost, stop, finished, strict=True
         )
     ]
     return records, constants, table.extra_columns
@@ -364,6 +397,152 @@ def summarize_model(catalog, model, records, constants, budget_usd, entry, extra
     }
 
 
+class Outcomes:
+    """A model import without its records, and its records' task, source and success: what
+    the comparison and the report read of an import. Read from a file, the ids are made only
+    when asked for (the comparison needs the totals alone)."""
+
+    def __init__(self, totals: dict, task_ids, source_ids, successes: list[bool]) -> None:
+        self.totals, self.successes = totals, successes
+        self._ids = (task_ids, source_ids)
+
+    @classmethod
+    def from_keys(cls, totals: dict, keys: list[bytes], successes: list[bool]) -> Outcomes:
+        made = cls(totals, None, None, successes)
+        made._keys = keys
+        return made
+
+    def _pairs(self) -> tuple[list[str], list[str]]:
+        if self._ids[0] is None:
+            ids = [key.decode().split(_KEY_SEPARATOR) for key in self._keys]
+            self._ids = ([i for i, _ in ids], [s for _, s in ids])
+        return self._ids
+
+    @property
+    def task_ids(self) -> list[str]:
+        return self._pairs()[0]
+
+    @property
+    def source_ids(self) -> list[str]:
+        return self._pairs()[1]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Outcomes):
+            return NotImplemented
+        return (self.totals, self._pairs(), self.successes) == (
+            other.totals,
+            other._pairs(),
+            other.successes,
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def outcomes(imp: dict, file: str = "model import") -> Outcomes:
+    """An import's outcomes, from the import in memory."""
+    records = imp.get("records")
+    if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
+        raise AfbenchError("not a list of per-task records", file=file, field="records")
+    try:
+        return Outcomes(
+            {k: v for k, v in imp.items() if k != "records"},
+            [r["task_id"] for r in records],
+            [r["source_id"] for r in records],
+            [bool(r["success"]) for r in records],
+        )
+    except KeyError as missing:
+        raise AfbenchError("a record without this field", file=file, field=str(missing)) from None
+
+
+# How summarize_model's import is laid out by fsutil.json_bytes: `records` last, one record a
+# line. A file in exactly this form (no escape anywhere; every value of the form afbench writes)
+# is read by one regular expression over its bytes instead of being built into 34,100 dicts;
+# any other text is read by the strict JSON reader. Every line matched is valid JSON with
+# distinct keys, finite numbers and no escapes, so what is accepted and what is read are the
+# same either way.
+_TEXT = rb'[^"\\\x00-\x1f]*+'  # a JSON string's characters that need no escape
+_INT = rb"-?+(?:0|[1-9][0-9]{0,17}+)"  # at most 18 digits: never refused as too long
+_NUMBER = _INT + rb"(?:\.[0-9]++)?(?:[eE][+-]?[0-9]{1,2}+)?"  # a 2-digit exponent: finite
+_KEY_SEPARATOR = '", "source_id": "'
+_RECORD = re.compile(  # groups: the text from task id to source id; the success
+    rb'^    \{"task_id": "(' + _TEXT + _KEY_SEPARATOR.encode() + _TEXT + rb')", '
+    rb'"success": (true|false), "n_obligations": ' + _INT + rb", "
+    rb'"obligations_accepted": ' + _INT + rb', "cost_usd": ' + _NUMBER + rb", "
+    rb'"stop_reason": "' + _TEXT + rb'", "finished_at": (?:null|"' + _TEXT + rb'")\}(?:,\n|\Z)',
+    re.MULTILINE,
+)
+_RECORDS_START = b'\n  "records": [\n'
+_RECORDS_END = b"\n  ]\n}\n"
+
+
+class TaskOrder(NamedTuple):
+    """A catalog's tasks in order, as an import's records are compared with them first."""
+
+    task_ids: list[str]
+    source_ids: list[str]
+    keys: list[bytes]  # each task's record text from its task id to its source id
+
+
+def task_order(catalog: dict) -> TaskOrder:
+    task_ids = [t["task_id"] for t in catalog["tasks"]]
+    source_ids = [t["source_id"] for t in catalog["tasks"]]
+    keys = [f"{t}{_KEY_SEPARATOR}{s}".encode() for t, s in zip(task_ids, source_ids, strict=True)]
+    return TaskOrder(task_ids, source_ids, keys)
+
+
+def read_outcomes(path: Path | str, order: TaskOrder | None = None) -> Outcomes:
+    """A model import's outcomes, read as strictly as read_record reads the whole import.
+    With the catalog's `order`, records in that order share its lists of ids."""
+    from .fsutil import MAX_JSON_BYTES, parse_json_bytes, read_regular_file
+    from .records import checked, what
+
+    data = read_regular_file(Path(path), what(MODEL_IMPORT), MAX_JSON_BYTES)
+    read = _outcomes_as_written(data, str(path), order)
+    if read is not None:
+        return read
+    imp = checked(parse_json_bytes(data, str(path), what(MODEL_IMPORT)), path, MODEL_IMPORT)
+    return outcomes(imp, str(path))
+
+
+def _outcomes_as_written(data: bytes, file: str, order: TaskOrder | None = None) -> Outcomes | None:
+    """The outcomes of an import laid out as afbench writes it, or None for any other text.
+
+    The text is its head (every key but `records`), then the records. The head is read by the
+    strict reader with an empty list in the records' place (JSON's grammar makes the whole text
+    valid if and only if that is, the records being valid values); each record line must match
+    _RECORD, anchored at a line start and running to the line's end, so as many matches as
+    lines cover the records exactly. A task id and a source id hold no quote, so the text
+    between them is theirs alone."""
+    from .fsutil import parse_json_bytes
+    from .records import checked, what
+
+    if b"\\" in data:
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8-sig")
+        except UnicodeDecodeError:
+            return None
+    start = data.rfind(_RECORDS_START)
+    if start < 0 or not data.endswith(_RECORDS_END):
+        return None
+    first, end = start + len(_RECORDS_START), len(data) - len(_RECORDS_END)
+    found = _RECORD.findall(data, first, end)  # ^ holds at `first`: a line starts there
+    if len(found) != data.count(b"\n", first, end) + 1:
+        return None
+    try:
+        head = parse_json_bytes(data[:start] + b'\n  "records": []\n}\n', file, what(MODEL_IMPORT))
+        imp = checked(head, file, MODEL_IMPORT)
+    except AfbenchError:
+        return None  # the strict reader of the whole text words the refusal
+    del imp["records"]
+    keys = list(map(itemgetter(0), found))
+    successes = list(map(b"true".__eq__, map(itemgetter(1), found)))
+    if order is not None and keys == order.keys:
+        return Outcomes(imp, order.task_ids, order.source_ids, successes)
+    return Outcomes.from_keys(imp, keys, successes)
+
+
 def _median(values: list[float]) -> float:
     ordered, middle = sorted(values), len(values) // 2
     if len(ordered) % 2:
@@ -442,10 +621,18 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
     }
 
 
-def reduced(imp: dict) -> dict:
-    """A model import without its per-task records, with what the comparison takes from them:
-    its successes as a bitset over its tasks in task-id order (the same order for every import
-    of one task set, which the comparison requires)."""
+def reduced(imp: dict | Outcomes) -> dict:
+    """A model import (or its outcomes, as read_outcomes reads them) without its per-task
+    records, with what the comparison takes from them: its successes as a bitset over its tasks
+    in task-id order (the same order for every import of one task set, which the comparison
+    requires)."""
+    if isinstance(imp, Outcomes):
+        ranked = sorted(range(len(imp.task_ids)), key=imp.task_ids.__getitem__)
+        bits = 0
+        for rank, i in enumerate(ranked):
+            if imp.successes[i]:
+                bits |= 1 << rank
+        return {**imp.totals, "success_bits": bits}
     return {**{k: v for k, v in imp.items() if k != "records"}, "success_bits": _bits(imp)}
 
 

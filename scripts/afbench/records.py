@@ -38,7 +38,16 @@ def record(kind: str, **body: object) -> dict:
 def read_record(path: Path | str, kind: str, *also: str) -> dict:
     """An artifact of this kind (or one of `also`) and this schema version, or one clear
     error naming the file."""
-    data = read_json_file(Path(path), kind.removeprefix("afbench "))
+    return checked(read_json_file(Path(path), what(kind)), path, kind, *also)
+
+
+def what(kind: str) -> str:
+    """A kind as a file is named in messages ('task catalog is not valid JSON')."""
+    return kind.removeprefix("afbench ")
+
+
+def checked(data: object, path: Path | str, kind: str, *also: str) -> dict:
+    """`data` read from `path`, if it is an artifact of this kind and schema version."""
     if not isinstance(data, dict) or data.get("kind") not in (kind, *also):
         found = data.get("kind") if isinstance(data, dict) else type(data).__name__
         raise AfbenchError(

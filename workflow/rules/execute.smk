@@ -84,16 +84,17 @@ rule write_cost_ledger:
         "--output={output:q} 2> {log:q}"
 
 
+# the figures show the models' numbers only: the executed report embeds the report's own
 use rule render_report as render_executed_report with:
     input:
         **report_inputs(
             [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)],
             ledger=[COST_LEDGER],
         ),
+        figures=rules.render_figures.output.figures,
     output:
         html=f"{REPORT}/executed/index.html",
         analysis=f"{REPORT}/executed/analysis.json",
-        figures=[f.replace(f"{REPORT}/", f"{REPORT}/executed/") for f in report_figures()],
     log:
         f"{LOGS}/render_executed_report.log",
 

@@ -1,15 +1,37 @@
 # Stage 6: analysis and the HTML report, then the artifact manifest.
 
 
-rule render_report:
+rule render_figures:
+    """The figures: drawn from the models' numbers alone, so a change the figures do not
+    show (a local run, a provenance setting) does not redraw them."""
     input:
-        **report_inputs(config["runs"]),
+        **report_inputs([]),
     output:
-        html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
-        analysis=f"{REPORT}/analysis.json",
         figures=[
             report(f, caption="../report/figure.rst", category="Figures") for f in report_figures()
         ],
+    log:
+        f"{LOGS}/render_figures.log",
+    conda:
+        AFBENCH_ENV
+    params:
+        imports=lambda w, input: options("import", input.imports),
+        figures=lambda w, output: options("figure", output.figures),
+        confidence=setting("confidence", "report/confidence"),
+    shell:
+        "afbench job render-figures --summary={input.summary:q} {params.imports} "
+        "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.confidence} "
+        "{params.figures} 2> {log:q}"
+
+
+rule render_report:
+    """The analysis and the self-contained HTML report, which embeds the figures."""
+    input:
+        **report_inputs(config["runs"]),
+        figures=rules.render_figures.output.figures,
+    output:
+        html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
+        analysis=f"{REPORT}/analysis.json",
     log:
         f"{LOGS}/render_report.log",
     conda:
@@ -18,14 +40,14 @@ rule render_report:
         imports=lambda w, input: options("import", input.imports),
         runs=lambda w, input: options("run", input.runs),
         ledger=lambda w, input: options("ledger", input.ledger),
-        figures=lambda w, output: options("figure", output.figures),
+        figures=lambda w, input: options("figure", input.figures),
         confidence=setting("confidence", "report/confidence"),
         settings_digest=option("settings-digest", report_settings_digest()),
     shell:
         "afbench job render-report --summary={input.summary:q} {params.imports} "
         "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.runs} "
-        "{params.confidence} {params.settings_digest} --html={output.html:q} "
-        "--analysis={output.analysis:q} {params.figures} {params.ledger} 2> {log:q}"
+        "{params.confidence} {params.settings_digest} {params.figures} "
+        "--html={output.html:q} --analysis={output.analysis:q} {params.ledger} 2> {log:q}"
 
 
 rule write_artifact_manifest:

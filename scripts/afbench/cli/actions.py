@@ -11,7 +11,6 @@ from ..fsutil import csv_output, json_output, write_outputs
 from ..records import (
     CATALOG,
     COST_LEDGER,
-    MODEL_IMPORT,
     RECEIPT,
     RUN_SUMMARY,
     SELECTION,
@@ -47,10 +46,10 @@ def compare_models(
     Returns the differences from the authors' published facts, as warnings."""
     from ..analysis import letters_text
     from ..errors import raise_if
-    from ..official import LEADERBOARD_COLUMNS, reduced, summarize
+    from ..official import LEADERBOARD_COLUMNS, read_outcomes, reduced, summarize
     from ..release import stale_imports
 
-    read = [(str(path), reduced(read_record(path, MODEL_IMPORT))) for path in imports]
+    read = [(str(path), reduced(read_outcomes(path))) for path in imports]
     if verified:
         entries, _ = verified_entries(verified)
         pins = {entry["path"]: entry["actual_sha256"] for entry, _ in entries.values()}
@@ -141,6 +140,74 @@ def executed_job_folders(receipts: list[Path]) -> list[Path]:
     return folders
 
 
+MAX_FIGURE_BYTES = 64 << 20  # a figure of 200 models is a few megabytes
+
+
+def _report_inputs(
+    summary_path: Path, import_paths: list[Path], catalog_path: Path, receipt_path: Path
+) -> tuple[dict, dict, dict, list[tuple[str, dict]]]:
+    """The comparison, the catalog, the receipt, and each model import reduced to what the
+    analysis needs (one at a time: its records are never all held), all checked current."""
+    from ..analysis import check_current, compactor, import_problems, receipt_pins
+    from ..official import read_outcomes, task_order
+
+    summary = read_record(summary_path, SUMMARY)
+    catalog = read_record(catalog_path, CATALOG)
+    receipt = read_record(receipt_path, RECEIPT)
+    compact, order, pins = compactor(catalog), task_order(catalog), receipt_pins(receipt)
+    imports = []
+    for path in map(str, import_paths):
+        read = read_outcomes(path, order)
+        current = not import_problems([(path, read.totals)], catalog, pins)
+        imports.append((path, compact(read, path) if current else read.totals))
+    check_current((str(summary_path), summary), imports, catalog, receipt)  # refuses the rest
+    return summary, catalog, receipt, imports
+
+
+def _figures_asked(asked: dict[str, Path], analysis: dict) -> None:
+    from ..figures import names
+
+    if set(asked) != set(names(analysis)):
+        raise AfbenchError(
+            "the figures asked for are not the figures this report has",
+            field="--figure",
+            expected=sorted(names(analysis)),
+            found=sorted(asked),
+        )
+
+
+def render_figures(
+    summary_path: Path,
+    import_paths: list[Path],
+    catalog_path: Path,
+    receipt_path: Path,
+    confidence: float,
+    figure_paths: dict[str, Path],
+) -> None:
+    """The report's figures, from the models' numbers alone (local runs are not drawn), so
+    only a change of those numbers redraws them."""
+    from ..analysis import analyse
+    from ..figures import make_figures
+
+    summary, catalog, _, imports = _report_inputs(
+        summary_path, import_paths, catalog_path, receipt_path
+    )
+    analysis = analyse(summary, [imp for _, imp in imports], catalog, [], confidence)
+    _figures_asked(figure_paths, analysis)
+    figures = make_figures(analysis)
+    write_outputs([(figure_paths[name], svg.encode()) for name, svg in figures.items()])
+
+
+def _read_figure(path: Path) -> str:
+    from ..fsutil import read_regular_file
+
+    data = read_regular_file(path, "figure", MAX_FIGURE_BYTES)
+    try:
+        return data.decode()
+    except UnicodeDecodeError as exc:
+        raise AfbenchError(f"figure is not UTF-8 (byte {exc.start})", file=str(path)) from None
+
+
 def render_report(
     summary_path: Path,
     import_paths: list[Path],
@@ -154,20 +221,17 @@ def render_report(
     figure_paths: dict[str, Path] | None,
     ledger_path: Path | None = None,
 ) -> None:
-    """The analysis, its figures and the HTML report, written together. `figure_paths` None:
-    each figure in figures/<name>.svg beside the HTML. `ledger_path`: the executed trials'
-    cost ledger, shown beside its ceiling."""
-    from ..analysis import analyse, check_current, compactor
-    from ..figures import make_figures
+    """The analysis and the HTML report, written together, the HTML embedding each figure.
+    `figure_paths`: the figures render_figures drew, read; None: drawn here and written too,
+    each in figures/<name>.svg beside the HTML. `ledger_path`: the executed trials' cost
+    ledger, shown beside its ceiling."""
+    from ..analysis import analyse
     from ..records import tool_versions
     from ..report import render
 
-    summary = read_record(summary_path, SUMMARY)
-    catalog = read_record(catalog_path, CATALOG)
-    receipt = read_record(receipt_path, RECEIPT)
-    compact = compactor(catalog)
-    imports = [(str(path), compact(read_record(path, MODEL_IMPORT))) for path in import_paths]
-    check_current((str(summary_path), summary), imports, catalog, receipt)
+    summary, catalog, receipt, imports = _report_inputs(
+        summary_path, import_paths, catalog_path, receipt_path
+    )
     runs = [read_record(path, RUN_SUMMARY) for path in run_paths]
     analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, confidence)
     if ledger_path is not None:
@@ -179,19 +243,21 @@ def render_report(
         "config_digest": settings_digest or "not given",
         "versions": tool_versions(),
     }
-    figures = make_figures(analysis)
+    drawn: list[tuple[Path, bytes]] = []
     if figure_paths is None:
-        figure_paths = {name: Path(html).parent / "figures" / f"{name}.svg" for name in figures}
-    elif set(figure_paths) != set(figures):
-        raise AfbenchError(
-            "the figures asked for are not the figures this report has",
-            field="--figure",
-            expected=sorted(figures),
-            found=sorted(figure_paths),
-        )
+        from ..figures import make_figures
+
+        figures = make_figures(analysis)
+        drawn = [
+            (Path(html).parent / "figures" / f"{name}.svg", svg.encode())
+            for name, svg in figures.items()
+        ]
+    else:
+        _figures_asked(figure_paths, analysis)
+        figures = {name: _read_figure(path) for name, path in figure_paths.items()}
     write_outputs(
         [
-            *((figure_paths[name], svg.encode()) for name, svg in figures.items()),
+            *drawn,
             json_output(analysis_path, {**analysis, "provenance": provenance}),
             (Path(html), render(analysis, provenance, figures).encode()),
         ]

@@ -18,6 +18,7 @@ from .actions import (
     executed_job_folders,
     import_run,
     plan_power,
+    render_figures,
     render_report,
     verified_entries,
 )
@@ -53,11 +54,15 @@ def _columns(p: argparse.ArgumentParser, flag: str, kind: str) -> None:
 
 
 def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, str]:
-    """Every field of the file kind mapped exactly once."""
-    from ..config import default_columns
+    """Every field of the file kind mapped exactly once. The fields are the readers' own (a
+    test holds them to the schema's): reading the schema would cost the job a YAML parse."""
+    from ..catalog import MANIFEST_FIELDS, SOURCES_FIELDS
     from ..errors import AfbenchError
+    from ..official import RESULT_FIELDS
 
-    fields = set(default_columns(kind))
+    fields = set(
+        {"manifest": MANIFEST_FIELDS, "sources": SOURCES_FIELDS, "results": RESULT_FIELDS}[kind]
+    )
     mapping: dict[str, str] = {}
     for field, column in pairs:
         if field not in fields:
@@ -542,17 +547,40 @@ def plan_power_job(args):
 
 
 # --- stage 6: the report and the artifact manifest ------------------------------------------
-def _render_report_args(p):
+def _report_input_args(p):
     p.add_argument("--summary", required=True, **FILE)
     p.add_argument("--import", dest="imports", required=True, **FILES)
     p.add_argument("--catalog", required=True, **FILE)
     p.add_argument("--receipt", required=True, **FILE)
+
+
+def _render_figures_args(p):
+    _report_input_args(p)
+    p.add_argument("--confidence", required=True, type=types.confidence)
+    p.add_argument("--figure", required=True, help="a figure to draw; its stem names it", **OUTS)
+
+
+def render_figures_job(args):
+    render_figures(
+        args.summary,
+        args.imports,
+        args.catalog,
+        args.receipt,
+        args.confidence,
+        {path.stem: path for path in args.figure},
+    )
+
+
+def _render_report_args(p):
+    _report_input_args(p)
     p.add_argument("--run", help="a local run's summary.json (repeatable)", **FILES)
     p.add_argument("--confidence", required=True, type=types.confidence)
     p.add_argument("--settings-digest", required=True, type=types.sha256)
+    p.add_argument(
+        "--figure", required=True, help="a drawn figure to embed; its stem names it", **FILES
+    )
     p.add_argument("--html", required=True, **OUT)
     p.add_argument("--analysis", required=True, **OUT)
-    p.add_argument("--figure", required=True, help="a figure; its stem names it", **OUTS)
     p.add_argument("--ledger", help="the executed trials' cost ledger", **FILE)
 
 
@@ -767,8 +795,13 @@ JOBS: dict[str, Job] = {
         _import_executed_args,
         import_executed,
     ),
+    "render-figures": Job(
+        "the report's figures, from the models' numbers", _render_figures_args, render_figures_job
+    ),
     "render-report": Job(
-        "the analysis, figures and HTML report", _render_report_args, render_report_job
+        "the analysis and the HTML report, embedding the figures",
+        _render_report_args,
+        render_report_job,
     ),
     "write-artifact-manifest": Job(
         "every artifact with its SHA-256", _write_artifact_manifest_args, write_artifact_manifest

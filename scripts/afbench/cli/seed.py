@@ -337,7 +337,11 @@ def _import_results_args(p):
 
 
 def import_results(args):
+    import itertools
+    import tempfile
+
     from ..config import published_facts
+    from ..fsutil import JSON_ELEMENT_SEPARATOR, atomic_write_bytes, json_around, json_element
     from ..official import ModelSpec, import_model, reduced, summarize
     from ..records import OFFICIAL_REFERENCE, record
     from ..release import read_entry
@@ -349,12 +353,15 @@ def import_results(args):
     _check_receipt_pins(folder.receipt, folder.receipt_path, config, slugs)
     # the page passes these as flags: each is checked against the pinned files and release
     budget = config["release"]["nominal_budget_usd"] if args.budget_usd is None else args.budget_usd
-    imports = []
-    for slug in slugs:
-        spec = config["models"][slug]
-        path = folder.path / folder.entries[slug][0]["path"]
-        imports.append(
-            import_model(
+    # One model at a time: each import is kept only as its JSON text, spooled to a temporary
+    # file, so memory stays flat in the number of models; the summary, which comes first in
+    # the output, needs only their totals.
+    compared = []
+    with tempfile.TemporaryFile() as spool:
+        for slug in slugs:
+            spec = config["models"][slug]
+            path = folder.path / folder.entries[slug][0]["path"]
+            imported = import_model(
                 catalog,
                 read_entry(folder.entries, slug, path),
                 ModelSpec(slug, spec["display_name"], spec["source_condition"]),
@@ -362,14 +369,18 @@ def import_results(args):
                 args.source_condition,
                 budget,
             )
+            compared.append(reduced(imported))
+            spool.write(JSON_ELEMENT_SEPARATOR if len(compared) > 1 else b"")
+            spool.write(json_element(imported, args.output))
+            del imported
+        summary = summarize(
+            compared, args.strict_budget, published_facts(config), args.strict_published
         )
-    summary = summarize(
-        [reduced(i) for i in imports],
-        args.strict_budget,
-        published_facts(config),
-        args.strict_published,
-    )
-    _write_json(args.output, record(OFFICIAL_REFERENCE, summary=summary, models=imports))
+        head, tail = json_around(record(OFFICIAL_REFERENCE, summary=summary, models=[]), "models")
+        spool.seek(0)
+        atomic_write_bytes(
+            args.output, itertools.chain([head], iter(lambda: spool.read(1 << 20), b""), [tail])
+        )
     return published_warnings(summary["published"])
 
 
