@@ -156,11 +156,12 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     html = next((root / cfg["results_dir"]).glob("*/report/index.html")).read_text()
     assert "<td>mine</td>" in html
 
-    # a published count changed: the comparison (which checks it) and what depends on it
+    # a published count changed: the comparison (which checks it) and what reads its summary
     cfg["models"]["demo-model-a"]["published_passes"] = 267
     write_config(root, cfg)
     assert planned(root, *args) == {
         "compare_models": 1,
+        "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "all": 1,
