@@ -298,3 +298,29 @@ def test_every_config_key_is_read_by_some_code_path():
                 unread.append("/".join(leaf))
                 break
     assert unread == []
+
+
+@pytest.mark.snakemake
+def test_the_demo_config_works_from_any_working_directory(demo_project, tmp_path):
+    """Its relative checkout is relative to config/demo.yaml's folder, not to where afbench
+    runs: `afbench fetch --config /abs/config/demo.yaml` from elsewhere finds the checkout."""
+    config = demo_project / "config" / "demo.yaml"
+    result = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("afbench")),
+            "fetch",
+            "--config",
+            str(config),
+            "--release-dir",
+            "rel",
+            "--all-models",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stderr
+    receipt = json.loads((tmp_path / "rel/receipt.json").read_text())
+    sources = {f["source"] for f in receipt["files"]}
+    checkout = demo_project / "results" / "demo-upstream"
+    assert all(s.startswith(f"git:{checkout}@") for s in sources), sources

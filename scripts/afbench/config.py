@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import os
 from pathlib import Path
 from typing import NamedTuple
 
@@ -193,11 +194,11 @@ def default_columns(kind: str) -> dict[str, str]:
     return {name: spec["default"] for name, spec in fields.items()}
 
 
-def check_config_files(paths: list[Path]) -> None:
+def check_config_files(paths: list[Path]) -> list[tuple[Path, dict]]:
     """Re-read config files through the strict loader (bounds, duplicate keys, dates): what
-    Snakemake's own loading of --configfile lets through (the last of two keys wins there)."""
-    for path in paths:
-        _load_yaml_or_json(Path(path))
+    Snakemake's own loading of --configfile lets through (the last of two keys wins there).
+    Returns each file with what it holds."""
+    return [(Path(path), _load_yaml_or_json(Path(path))) for path in paths]
 
 
 def merge(base: dict, update: dict) -> dict:
@@ -468,14 +469,82 @@ def artifact_settings(config: dict) -> dict:
 
 
 def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
-    """Config files merged in order (later over earlier) and validated; none: the official."""
+    """Config files merged in order (later over earlier) and validated; none: the official.
+    Relative input paths are resolved against the folder of the file that sets them."""
     paths = list(paths) or [OFFICIAL_CONFIG]
     data: dict = {}
+    docs = []
     for path in paths:
-        data = merge(data, _load_yaml_or_json(path))
+        docs.append((Path(path), _load_yaml_or_json(path)))
+        data = merge(data, docs[-1][1])
     if overrides:
         data = merge(data, overrides)
-    return validate_config(data, origin=", ".join(str(p) for p in paths))
+    config = validate_config(data, origin=", ".join(str(p) for p in paths))
+    return resolve_input_paths(config, docs)
+
+
+# Settings that name something afbench reads (a checkout, a mirror, the demo's files, job
+# folders): a relative one is relative to the folder of the config file that sets it, so a
+# config works from any working directory. What afbench writes (results_dir, plans.jobs_dir)
+# stays relative to the working directory, as Snakemake's outputs are. plans.harbor counts as a
+# path only when it names one (a bare `harbor` is looked up on PATH).
+INPUT_PATHS = (
+    ("source", "checkout"),
+    ("source", "mirror"),
+    ("demo", "release_files"),
+    ("discover", "checkout"),
+    ("plans", "repository_dir"),
+    ("plans", "harbor"),
+    ("runs", "*", "paths"),
+)
+
+
+def _set_in(doc: object, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The concrete key paths of `keys` (with * for any name) that `doc` sets."""
+    if not keys:
+        return [()]
+    if not isinstance(doc, dict):
+        return []
+    names = list(doc) if keys[0] == "*" else [keys[0]] if keys[0] in doc else []
+    return [(name, *rest) for name in names for rest in _set_in(doc[name], keys[1:])]
+
+
+def _resolved(value: str, folder: Path, cwd: Path) -> str:
+    if os.path.isabs(value):
+        return value
+    full = os.path.normpath(os.path.join(folder, value))
+    inside = os.path.relpath(full, cwd)
+    return inside if inside != ".." and not inside.startswith("../") else full
+
+
+def resolve_input_paths(
+    config: dict, docs: list[tuple[Path, dict]], cwd: Path | None = None
+) -> dict:
+    """`config` with each relative input path (INPUT_PATHS) resolved against the folder of the
+    last config file in `docs` that sets it; a path inside the working directory `cwd` is
+    written relative to it (what Snakemake's rules expect), any other absolute."""
+    cwd = Path(cwd or os.getcwd()).absolute()
+    origin: dict[tuple[str, ...], Path] = {}
+    for path, doc in docs:
+        for keys in INPUT_PATHS:
+            for found in _set_in(doc, keys):
+                origin[found] = Path(path).absolute().parent
+    if not origin:
+        return config
+    config = copy.deepcopy(config)
+    for keys, folder in origin.items():
+        *parents, last = keys
+        holder = config
+        for key in parents:
+            holder = holder[key]
+        value = holder.get(last)
+        if keys == ("plans", "harbor") and isinstance(value, str) and "/" not in value:
+            continue  # a command name, looked up on PATH
+        if isinstance(value, str):
+            holder[last] = _resolved(value, folder, cwd)
+        elif isinstance(value, list):
+            holder[last] = [_resolved(v, folder, cwd) for v in value]
+    return config
 
 
 def config_digest(config: dict) -> str:
