@@ -729,27 +729,36 @@ def stats_speed(notes: dict) -> None:
 
 
 def harbor_jobs(trials: int, task_ids: list[str]) -> Path:
-    """A Harbor 0.22.0 job directory with `trials` trials, made from a real fixture trial."""
+    """A Harbor 0.22.0 job directory with `trials` trials of the selection's tasks, made from a
+    real fixture trial and consistent the way the reader checks: each trial named after its
+    task and folder, its config naming it, and as many attempts per task as the job says."""
     root = WORK / f"harbor-{trials}"
-    if (root / "job" / "config.json").exists():
+    if (root / "job" / ".complete").exists():
         return root / "job"
     fixture = REPO / "tests/fixtures/harbor-0.22.0-jobs/demo-nop"
     template = json.loads(next(fixture.glob("hello-pass__*/result.json")).read_text())
     job = root / "job"
     shutil.rmtree(job, ignore_errors=True)
     job.mkdir(parents=True)
-    shutil.copy(fixture / "config.json", job / "config.json")
+    attempts = -(-trials // len(task_ids))  # every task up to this many times
+    config = json.loads((fixture / "config.json").read_text())
+    (job / "config.json").write_text(json.dumps({**config, "n_attempts": attempts}))
     for i in range(trials):
-        task = task_ids[i % len(task_ids)]
+        task = task_ids[i // attempts]
+        name = f"{task}__{i:07d}"
         doc = dict(
             template,
+            id=f"00000000-0000-4000-8000-{i:012d}",
             task_name=task,
-            trial_name=f"{task}__{i:07d}",
+            trial_name=name,
             verifier_result={"rewards": {"reward": float(i % 3 == 0)}},
         )
-        trial = job / doc["trial_name"]
+        doc["config"] = dict(template["config"], trial_name=name)
+        doc["config"]["task"] = dict(template["config"]["task"], path=f"/srv/tasks/{task}")
+        trial = job / name
         trial.mkdir()
         (trial / "result.json").write_text(json.dumps(doc))
+    (job / ".complete").touch()
     return job
 
 
