@@ -6,8 +6,10 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+from .catalog import MANIFEST_FIELDS, SOURCES_FIELDS
 from .errors import AfbenchError
 from .fsutil import csv_bytes
+from .official import RESULT_FIELDS
 
 SEED = 20261013
 N_TASKS, N_SOURCES, N_OBLIGATIONS = 341, 24, 1155
@@ -48,30 +50,11 @@ COHESIVE_SOURCES = 3
 COHESIVE_NOISE = 0.04
 AUTHOR = ("afbench demo", "demo@afbench.invalid", "2026-10-13T00:00:00+00:00")
 
-MANIFEST_HEADER = [
-    "task_id",
-    "source_id",
-    "source_ref",
-    "target_declaration",
-    "n_obligations",
-    "workspace",
-]
-SOURCES_HEADER = ["source_id", "title", "authors", "license", "n_tasks"]
-RESULTS_HEADER = [
-    "task_id",
-    "source_id",
-    "target_declaration",
-    "n_obligations",
-    "success",
-    "obligations_accepted",
-    "cost_usd",
-    "stop_reason",
-    "source_condition",
-    "scaffold",
-    "tools",
-    "stopping_policy",
-    "finished_at",
-]
+# The demo writes the upstream format as afbench reads it: each file's columns are the
+# schema's default column names, in the readers' field order.
+MANIFEST_HEADER = list(MANIFEST_FIELDS)
+SOURCES_HEADER = list(SOURCES_FIELDS)
+RESULTS_HEADER = list(RESULT_FIELDS)
 
 README = """# afbench demo release (SYNTHETIC)
 
