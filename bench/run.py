@@ -383,21 +383,21 @@ def interactive(sides: dict[str, Side]) -> None:
     """`afbench tasks` and `afbench import-results` on the release folder that `afbench fetch
     --config config/demo.yaml` makes (its source: the demo repository `afbench demo repo`
     builds, where config/demo.yaml points)."""
-    root = WORK / "interactive"
-    shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(REPO / "config", root / "config")
-    run([AFBENCH, "demo", "repo", "--release-files", REPO / "resources/demo-release", "--out",
-         root / "results/demo-upstream"])  # fmt: skip
     config = ["--config", "config/demo.yaml"]
-    run([AFBENCH, "fetch", *config, "--release-dir", "rel", "--all-models"], root)
     work = {}
     for name in ("new", "today"):
-        env = sides[name].env
+        # each side with its own config and demo release (the demo's revision moved on)
+        side, root = sides[name], WORK / f"interactive-{name}"
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.copytree(side.root / "config", root / "config")
+        demo = [AFBENCH, "demo", "repo", "--release-files", side.root / "resources/demo-release"]
+        run([*demo, "--out", root / "results/demo-upstream"], env=side.env)
+        run([AFBENCH, "fetch", *config, "--release-dir", "rel", "--all-models"], root, side.env)
         work[f"tasks-{name}"] = (
             [AFBENCH, "tasks", *config, "--release-dir", "rel", "--output", f"tasks-{name}.json"],
             root,
             None,
-            env,
+            side.env,
         )
         work[f"import-{name}"] = (
             [
@@ -406,8 +406,9 @@ def interactive(sides: dict[str, Side]) -> None:
             ],
             root,
             None,
-            env,
+            side.env,
         )
+    root = WORK / "interactive-new"
     out = root / "baseline"
     work["baseline"] = (
         [sys.executable, REPO / "bench/baseline.py", out, "config/demo.yaml"],
@@ -445,7 +446,10 @@ def scaled_release(task_scale: int, model_scale: int) -> Path:
         (mirror / rel).parent.mkdir(parents=True, exist_ok=True)
         (mirror / rel).write_bytes(data)
     cfg = yaml.safe_load((REPO / "config/demo.yaml").read_text())
-    del cfg["demo"]
+    # only what every side's schema knows: the scaled models have no published figures
+    for section, key in (("demo", None), ("power", None), ("import", "strict_published")):
+        cfg.pop(section, None) if key is None else cfg[section].pop(key, None)
+    cfg["release"].pop("published", None)
     cfg["release"]["revision"] = hashlib.sha1(f"{task_scale}x{model_scale}".encode()).hexdigest()
     cfg["release"]["expected_counts"] = {
         "tasks": 341 * task_scale,
@@ -521,6 +525,7 @@ class Chain:
             *[AFBENCH, "job", "compare-models"],
             *[f"--import={self.model_import(slug)}" for slug in self.models],
             *[f"--verified={self.receipt}", "--strict-budget=false"],
+            *["--published-source=", "--published-task-rows=", "--strict-published=false"],
             f"--summary={self.out / 'summary.json'}",
             f"--leaderboard={self.out / 'leaderboard.csv'}",
         ]
