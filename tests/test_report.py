@@ -13,7 +13,17 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FIXTURES, afbench, config_for, job, revision_dir, run_all, write_tree
+from conftest import (
+    FIXTURES,
+    REPO,
+    afbench,
+    config_for,
+    demo_revision,
+    job,
+    revision_dir,
+    run_all,
+    write_tree,
+)
 
 
 @pytest.fixture
@@ -60,6 +70,16 @@ def test_every_file_the_report_names_is_one_the_pipeline_writes(report_dir):
     named = mentioned_files((report_dir / "index.html").read_text())
     assert {"analysis.json", "artifacts.json"} <= named
     assert named <= written, named - written
+
+
+def test_the_readme_image_is_of_the_current_demo_revision():
+    """`make docs-image` shoots docs/report.png from the demo report and writes the revision it
+    shows beside it: a new demo revision needs a new image."""
+    assert (REPO / "docs/report.revision").read_text() == demo_revision() + "\n"
+    png = (REPO / "docs/report.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20]) == 1280
+    readme = (REPO / "README.md").read_text()
+    assert "![the demo report](docs/report.png)" in readme and "make docs-image" in readme
 
 
 def test_input_text_is_escaped(tmp_path, dir_config):

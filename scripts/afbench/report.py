@@ -18,7 +18,7 @@ th,td{padding:.3rem .5rem;border-bottom:1px solid #eef0f3;text-align:right;white
 th{background:#f0f2f5;white-space:normal;overflow-wrap:break-word}
 td.t{white-space:normal;overflow-wrap:break-word}
 th:first-child,td:first-child,.t{text-align:left}
-:is(.leaderboard,.published,.cost) td:first-child{min-width:13em}
+:is(.leaderboard,.published,.cost) td:first-child{min-width:14em}
 table.sources,table.runs{font-size:.8rem}.sources :is(th,td),.runs :is(th,td){padding:.3rem .35rem}
 th[title]{text-decoration:underline dotted;cursor:help}
 tr.reasons td{white-space:normal;text-align:left;color:#7a1d12;font-size:.8rem;padding-top:0}
