@@ -67,9 +67,13 @@ def mentioned_files(html: str) -> set[str]:
 def test_every_file_the_report_names_is_one_the_pipeline_writes(report_dir):
     rev = report_dir.parent
     written = {p.name for p in rev.rglob("*") if p.is_file()}
-    named = mentioned_files((report_dir / "index.html").read_text())
-    assert {"analysis.json", "artifacts.json"} <= named
-    assert named <= written, named - written
+    html = (report_dir / "index.html").read_text()
+    named = mentioned_files(html)
+    assert "analysis.json" in named and named <= written, named - written
+    # the whole config's digest is in the artifact manifest (there is no audit file)
+    manifest = json.loads((rev / "artifacts.json").read_text())
+    assert manifest["kind"] == "afbench artifact manifest" and "config_digest" in manifest
+    assert "the artifact manifest has the whole config&#x27;s" in html
 
 
 def test_the_readme_image_is_of_the_current_demo_revision():

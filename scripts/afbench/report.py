@@ -267,7 +267,8 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
             [
                 ["revision", release["revision"]],
                 [
-                    "report settings digest (SHA-256; artifacts.json has the whole config's)",
+                    "report settings digest (SHA-256; the artifact manifest has the whole "
+                    "config's)",
                     provenance["config_digest"],
                 ],
                 *[[k, v] for k, v in provenance["versions"].items()],
