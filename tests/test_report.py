@@ -448,6 +448,7 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     return out / "index.html"
 
 
+@pytest.mark.browser  # builds the browser test's report: only where that test runs
 def test_the_wide_report_has_what_the_layout_test_needs(wide_report):
     html = wide_report.read_text()
     analysis = json.loads((wide_report.parent / "analysis.json").read_text())
