@@ -7,7 +7,7 @@ STAMP := $(VENV)/.afbench-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker
+.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker docs-image
 
 setup: $(STAMP)
 
@@ -18,6 +18,23 @@ $(STAMP): pyproject.toml
 
 demo: setup
 	$(ACTIVATE) snakemake --profile profiles/default
+
+# The README's image: the demo report drawn afresh by this code (its figures and HTML rerun),
+# its top 1280 x 2300 px shot with headless Chromium into docs/report.png, and the demo
+# revision it shows written beside it (docs/report.revision; a test checks it is current).
+CHROMIUM ?= chromium
+DEMO_REVISION = $(shell $(BIN)/python -c "import yaml; print(yaml.safe_load(open('config/demo.yaml'))['release']['revision'])")
+
+docs-image: setup
+	$(ACTIVATE) snakemake --profile profiles/default --forcerun render_figures render_report
+	profile=$$(mktemp -d) && \
+	$(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+	  --disable-background-networking --disable-component-update --disable-sync \
+	  --hide-scrollbars --user-data-dir="$$profile" --window-size=1280,2300 \
+	  --screenshot="$(CURDIR)/docs/report.png" \
+	  "file://$(CURDIR)/results/$(DEMO_REVISION)/report/index.html"; \
+	status=$$?; rm -rf "$$profile"; test $$status -eq 0
+	echo $(DEMO_REVISION) > docs/report.revision
 
 official: setup
 	$(ACTIVATE) snakemake --profile profiles/default --configfile config/config.yaml

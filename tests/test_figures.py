@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import io
 import json
+import re
+import xml.etree.ElementTree as ET
+from itertools import combinations
 
 import pytest
 
@@ -47,3 +50,78 @@ def test_the_layout_only_draw_is_skipped_and_the_real_one_is_not(analysis, monke
     svg = figures.leaderboard_figure(analysis["leaderboard"], analysis["confidence"])
     assert seen == [True, False]  # savefig's layout pass, then the one that writes the SVG
     assert "<path" in svg and analysis["leaderboard"][0]["display_name"] in svg
+
+
+def svg_text_fills(svg: str) -> dict[str, str]:
+    """Each text of the SVG, its fill colour (black when the style names none)."""
+    fills = {}
+    for text in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text"):
+        fill = re.search(r"fill: (#[0-9a-f]{6})", text.get("style", ""))
+        fills["".join(text.itertext())] = fill.group(1) if fill else "#000000"
+    return fills
+
+
+def test_heatmap_labels_take_the_colour_that_contrasts_with_their_cell(analysis):
+    from matplotlib import colormaps
+
+    rdbu = colormaps["RdBu"]
+    # the colormap's ends are dark, its middle near white (WCAG relative luminance)
+    assert figures.relative_luminance(rdbu(0.0)) < figures.WHITE_BELOW
+    assert figures.relative_luminance(rdbu(1.0)) < figures.WHITE_BELOW
+    assert figures.relative_luminance(rdbu(0.5)) > 0.8
+    assert figures.label_colour((0, 0, 0, 1)) == "white"
+    assert figures.label_colour((1, 1, 1, 1)) == "black"
+    board = analysis["leaderboard"]
+    models = [r["model"] for r in board]
+    labels = {r["model"]: r["display_name"] for r in board}
+    pairs = analysis["paired"]["pairs"]
+    fills = svg_text_fills(figures.pairs_figure(models, labels, pairs))
+    widest = max(pairs, key=lambda p: abs(p["difference_difference"]))
+    narrowest = min(pairs, key=lambda p: abs(p["difference_difference"]))
+    mark = "*" if widest["significant"] else ""
+    assert abs(widest["difference_difference"]) > 0.4  # the darkest cells of the demo
+    assert fills[f"{widest['difference_difference']:+.2f}{mark}"] == "#ffffff"
+    assert fills[f"{-widest['difference_difference']:+.2f}{mark}"] == "#ffffff"
+    mark = "*" if narrowest["significant"] else ""
+    assert fills[f"{narrowest['difference_difference']:+.2f}{mark}"] == "#000000"
+
+
+def crowded_costs(n: int) -> list[dict]:
+    """n models with costs and success rates close together, some on top of each other."""
+    return [
+        {
+            "display_name": f"Crowded Model {i:02d} (a long label{' ' * 3 + 'x' * (i % 7)})",
+            "mean_cost_usd": 80 + (i % 9) * 0.7 + (i // 9) * 0.05,
+            "success_rate": 0.45 + (i % 5) * 0.01,
+            "on_frontier": i % 4 == 0,
+        }
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("case", ["demo", "crowded-9", "crowded-45"])
+def test_cost_labels_never_overlap_as_the_svg_renderer_measures_them(case, analysis):
+    models = (
+        analysis["cost_success"]["models"]
+        if case == "demo"
+        else crowded_costs(int(case.split("-")[1]))
+    )
+    with figures._style():
+        fig = figures.cost_plot(models, [], 200)
+        ax = fig.axes[0]
+        with figures.svg_layout(fig) as renderer:
+            boxes = [figures.text_box(t, renderer) for t in ax.texts]
+            legend = ax.get_legend().get_window_extent(renderer)
+            ticks = [
+                t.get_window_extent(renderer)
+                for t in ax.get_xticklabels() + ax.get_yticklabels()
+                if t.get_text()
+            ]
+    assert sorted(t.get_text() for t in ax.texts) == sorted(m["display_name"] for m in models)
+    for (i, a), (j, b) in combinations(enumerate(boxes), 2):
+        assert not a.overlaps(b), (ax.texts[i].get_text(), ax.texts[j].get_text())
+    for box, text in zip(boxes, ax.texts, strict=True):
+        assert not box.overlaps(legend), text.get_text()
+        assert not any(box.overlaps(tick) for tick in ticks), text.get_text()
+    svg = figures.cost_figure(models, [], 200)
+    assert svg == figures.cost_figure(models, [], 200)  # placed the same way every time

@@ -170,6 +170,22 @@ def leaderboard_figure(rows: list[dict], confidence: float) -> str:
     return _svg(fig)
 
 
+def relative_luminance(rgba: tuple[float, ...]) -> float:
+    """WCAG 2's relative luminance of an sRGB colour (components 0..1)."""
+    linear = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2]
+
+
+# the luminance at which white and black text have the same WCAG contrast ratio:
+# (1 + 0.05) / (L + 0.05) = (L + 0.05) / (0 + 0.05)
+WHITE_BELOW = (1.05 * 0.05) ** 0.5 - 0.05
+
+
+def label_colour(rgba: tuple[float, ...]) -> str:
+    """Black or white, whichever contrasts more with a cell of this colour."""
+    return "white" if relative_luminance(rgba) < WHITE_BELOW else "black"
+
+
 @_styled
 def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -> str:
     index = {m: i for i, m in enumerate(models)}
@@ -187,7 +203,15 @@ def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -
     ax.set_yticks(range(size), names)
     if size <= 12:  # beyond that the numbers are unreadable; the table has them all
         for (i, j), mark in marks.items():
-            ax.text(j, i, f"{grid[i][j]:+.2f}{mark}", ha="center", va="center", fontsize=7)
+            ax.text(
+                j,
+                i,
+                f"{grid[i][j]:+.2f}{mark}",
+                ha="center",
+                va="center",
+                fontsize=7,
+                color=label_colour(image.cmap(image.norm(grid[i][j]))),
+            )
     fig.colorbar(image, ax=ax, label="row minus column success rate")
     return _svg(fig)
 
@@ -209,24 +233,28 @@ def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str
 
 @_styled
 def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
+    return _svg(cost_plot(models, frontier, budget))
+
+
+MARKER_AREA = 36  # points²: a marker is sqrt(36) = 6 points across
+LABEL_PAD = 2.0  # points kept clear around every label
+NEAR = 6  # points: a label this close to its point needs no line to it
+
+
+def cost_plot(models: list[dict], frontier: list[str], budget: float):
+    """The cost-success scatter as a figure (its labels placed apart: place_labels); drawn
+    under afbench's style by cost_figure."""
     fig, ax = _subplots(7, 4.2)
     for m in models:
         ax.scatter(
             m["mean_cost_usd"],
             m["success_rate"],
-            s=36,
+            s=MARKER_AREA,
             color="#c0392b" if m["on_frontier"] else "#7f8c8d",
             zorder=3,
         )
-        ax.annotate(
-            _literal(m["display_name"]),
-            (m["mean_cost_usd"], m["success_rate"]),
-            textcoords="offset points",
-            xytext=(5, 4),
-            fontsize=7,
-        )
     front = [m for m in models if m["on_frontier"]]
-    ax.plot(
+    (frontier_line,) = ax.plot(
         [m["mean_cost_usd"] for m in front],
         [m["success_rate"] for m in front],
         color="#c0392b",
@@ -236,9 +264,139 @@ def cost_figure(models: list[dict], frontier: list[str], budget: float) -> str:
     ax.set_xlabel(f"mean reported cost per task (USD; nominal budget USD {budget:g})")
     ax.set_ylabel("success rate")
     ax.set_ylim(0, 1)
+    ax.set_xlim(*ax.get_xlim())  # fixed before the labels are placed in display space
     ax.grid(alpha=0.3)
-    ax.legend(loc="lower right")
-    return _svg(fig)
+    legend = ax.legend(loc="lower right")
+    place_labels(
+        fig,
+        ax,
+        [(_literal(m["display_name"]), (m["mean_cost_usd"], m["success_rate"])) for m in models],
+        legend,
+        [frontier_line],
+    )
+    return fig
+
+
+@contextlib.contextmanager
+def svg_layout(fig):
+    """A renderer that measures text as the SVG backend draws it, with the figure at the SVG
+    backend's 72 dpi meanwhile (one display unit is one point), as savefig lays it out."""
+    from matplotlib.backends.backend_svg import RendererSVG
+
+    dpi = fig.dpi
+    fig.dpi = 72
+    try:
+        width, height = fig.get_size_inches()
+        yield RendererSVG(width * 72, height * 72, io.StringIO())
+    finally:
+        fig.dpi = dpi
+
+
+def text_box(text, renderer):
+    """The box of a text artist alone (an annotation's connecting line left out)."""
+    from matplotlib.text import Annotation, Text
+
+    if isinstance(text, Annotation):
+        text.update_positions(renderer)  # where its offset puts the text, as drawing does
+    return Text.get_window_extent(text, renderer)
+
+
+def _candidates():
+    """Where a label may go, nearest first: eight directions at growing distances (points),
+    each with the alignment that keeps the label on the far side of its point."""
+    import math
+
+    for distance in (NEAR, 14, 24, 36, 50):
+        for step in range(8):
+            angle = math.radians(45 * step + 30)
+            dx, dy = distance * math.cos(angle), distance * math.sin(angle)
+            ha = "left" if dx > 1 else "right" if dx < -1 else "center"
+            va = "bottom" if dy > 1 else "top" if dy < -1 else "center"
+            yield distance, (round(dx, 3), round(dy, 3)), ha, va
+
+
+def _clear(box, frame, taken) -> bool:
+    """Whether a label box lies inside the frame and touches none of the boxes taken."""
+    inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+    return inside and not any(box.overlaps(other) for other in taken)
+
+
+def place_labels(
+    fig, ax, labels: list[tuple[str, tuple[float, float]]], legend, lines: list
+) -> None:
+    """Each label beside its point where its box (measured by the SVG renderer) is clear of
+    every other label, every marker and the legend, inside the axes, and off the `lines` where
+    such a place is near; a label that finds no clear place goes to a column right of the
+    axes, stacked in the order of the points' heights, with a line to its point.
+    Deterministic, and no two label boxes overlap."""
+    from matplotlib.transforms import Bbox
+
+    half = MARKER_AREA**0.5 / 2 + LABEL_PAD
+    line = {"arrowstyle": "-", "color": "#7f8c8d", "lw": 0.5, "shrinkA": 0, "shrinkB": 3}
+    with svg_layout(fig) as renderer:
+        frame = ax.get_window_extent(renderer).padded(-LABEL_PAD)
+        points = [tuple(ax.transData.transform(xy)) for _, xy in labels]
+        taken = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in points]
+        taken.append(legend.get_window_extent(renderer).padded(LABEL_PAD))
+        paths = [drawn.get_transform().transform_path(drawn.get_path()) for drawn in lines]
+        probe = ax.annotate("", (0, 0), xytext=(0, 0), textcoords="offset points", fontsize=7)
+        left = []
+        for (label, xy), point in zip(labels, points, strict=True):
+            probe.set_text(label)
+            probe.xy = xy
+            place = None  # the nearest clear place, the nearest off the lines too if any
+            for distance, offset, ha, va in _candidates():
+                probe.xyann = offset
+                probe.set_horizontalalignment(ha)
+                probe.set_verticalalignment(va)
+                box = text_box(probe, renderer)
+                if _clear(box, frame, taken):
+                    crossed = any(path.intersects_bbox(box, filled=False) for path in paths)
+                    if place is None or not crossed:
+                        place = (box, distance, offset, ha, va)
+                    if not crossed:
+                        break
+            if place is None:
+                left.append((label, xy, point))
+                continue
+            box, distance, offset, ha, va = place
+            taken.append(box.padded(LABEL_PAD))
+            ax.annotate(
+                label,
+                xy,
+                xytext=offset,
+                textcoords="offset points",
+                ha=ha,
+                va=va,
+                fontsize=7,
+                arrowprops=None if distance <= NEAR else line,
+            )
+        probe.remove()
+        column = frame.x1 + LABEL_PAD + 12
+        stacked, below = [], None
+        for label, xy, (x, y) in sorted(left, key=lambda item: (-item[2][1], item[0])):
+            probe = ax.annotate(
+                label, xy, xytext=(0, 0), textcoords="offset points", fontsize=7, va="center"
+            )
+            height = text_box(probe, renderer).height
+            probe.remove()
+            at = y if below is None else min(y, below - height / 2)
+            below = at - height / 2 - LABEL_PAD
+            stacked.append((label, xy, (x, y), at))
+        # a column longer than the axes rises above them rather than reach the x tick labels
+        rise = max(0, frame.y0 - below) if below is not None else 0
+        for label, xy, (x, y), at in stacked:
+            ax.annotate(
+                label,
+                xy,
+                xytext=(column - x, at + rise - y),
+                textcoords="offset points",
+                ha="left",
+                va="center",
+                fontsize=7,
+                arrowprops=line,
+                annotation_clip=False,
+            )
 
 
 def names(analysis: dict) -> list[str]:

@@ -13,15 +13,26 @@ h1{font-size:1.6rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bo
 .banner{background:#b3261e;color:#fff;padding:.9rem 1.5rem;font-weight:700;font-size:1.05rem}
 .card{background:#fff;border:1px solid #dfe3e8;border-radius:8px;padding:1rem 1.2rem;
 margin:1rem 0;overflow-x:auto}
-table{border-collapse:collapse;font-size:.85rem;width:100%}
+table{border-collapse:collapse;font-size:.85rem;width:100%;font-variant-numeric:tabular-nums}
 th,td{padding:.3rem .5rem;border-bottom:1px solid #eef0f3;text-align:right;white-space:nowrap}
-th:first-child,td:first-child{text-align:left}th{background:#f0f2f5;white-space:normal}
+th{background:#f0f2f5;white-space:normal;overflow-wrap:break-word}
+td.t{white-space:normal;overflow-wrap:break-word}
+th:first-child,td:first-child,.t{text-align:left}
+:is(.leaderboard,.published,.cost) td:first-child{min-width:14em}
+table.sources,table.runs{font-size:.8rem}.sources :is(th,td),.runs :is(th,td){padding:.3rem .35rem}
+th[title]{text-decoration:underline dotted;cursor:help}
+tr.reasons td{white-space:normal;text-align:left;color:#7a1d12;font-size:.8rem;padding-top:0}
+details{margin:.6rem 0}summary{cursor:pointer;color:#1f5f8b;font-weight:600}
 .note{color:#56606b;font-size:.85rem}.apart{border-left:5px solid #e0a800}
 .sig{font-weight:700;color:#1f5f8b}.mismatch{background:#7a1d12}.mismatch ul{margin:.3rem 0 0}
 .cite{background:#eef4f9;border-left:5px solid #1f5f8b;padding:.5rem .8rem}
 .mono{font-family:ui-monospace,monospace;font-size:.78rem}
 figure{margin:0}svg{max-width:100%;height:auto}
 """
+
+
+def _range(low: str, high: str, between: str = "–") -> str:
+    return f"{low} {between} {high}"
 
 
 def _pct(x: float | None) -> str:
@@ -32,12 +43,68 @@ def _usd(x: float | None) -> str:
     return "—" if x is None else f"{x:,.2f}"
 
 
-def _table(header: list[str], rows: list[list[object]], cls: str = "") -> str:
-    head = "".join(f"<th>{escape(h)}</th>" for h in header)
-    body = "".join(
-        "<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows
+class Lines(tuple):
+    """A cell of several lines (each escaped), e.g. a count above its interval."""
+
+
+def _cell(value: object, wraps: bool) -> str:
+    text = (
+        "<br>".join(map(escape, map(str, value)))
+        if isinstance(value, Lines)
+        else escape(str(value))
     )
-    return f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+    return f'<td class="t">{text}</td>' if wraps else f"<td>{text}</td>"
+
+
+def _head(h: str | tuple[str, str], wraps: bool) -> str:
+    """A header cell; (short, full) is shown short with the full text on hover."""
+    cls = ' class="t"' if wraps else ""
+    if isinstance(h, tuple):
+        return f'<th{cls} title="{escape(h[1])}">{escape(h[0])}</th>'
+    return f"<th{cls}>{escape(h)}</th>"
+
+
+def _table(
+    header: list[str | tuple[str, str]],
+    rows: list[list[object]],
+    cls: str = "",
+    notes: list[str | None] | None = None,
+    wrap: tuple[int, ...] = (0,),
+) -> str:
+    """A table, every cell escaped. Numbers stay on one line; the columns in `wrap` (labels,
+    names, explanations) wrap, so the table fits its card. `notes[i]`, when given, is a line
+    of its own across the table under row i (a row's long explanation)."""
+    head = "".join(_head(h, k in wrap) for k, h in enumerate(header))
+    body = []
+    for i, row in enumerate(rows):
+        body.append("<tr>" + "".join(_cell(c, k in wrap) for k, c in enumerate(row)) + "</tr>")
+        if notes and notes[i]:
+            body.append(
+                f'<tr class="reasons"><td colspan="{len(header)}">{escape(notes[i])}</td></tr>'
+            )
+    return (
+        f'<table class="{cls}"><thead><tr>{head}</tr></thead><tbody>{"".join(body)}</tbody></table>'
+    )
+
+
+def _folded_table(
+    header: list[str | tuple[str, str]],
+    rows: list[list[object]],
+    cls: str,
+    shown: int,
+    what: str,
+    wrap: tuple[int, ...] = (0,),
+) -> str:
+    """The first `shown` rows as a table, the rest in a second one folded away beneath it."""
+    if len(rows) <= shown:
+        return _table(header, rows, cls, wrap=wrap)
+    rest = len(rows) - shown
+    return (
+        _table(header, rows[:shown], cls, wrap=wrap)
+        + f"<details><summary>The other {rest:,} {escape(what)}</summary>"
+        + _table(header, rows[shown:], cls, wrap=wrap)
+        + "</details>"
+    )
 
 
 def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
@@ -135,7 +202,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     )
     if audit["over_budget"]:
         parts.append(
-            _table(
+            _folded_table(
                 ["model", "task", "cost (USD)", "excess (USD)"],
                 [
                     [
@@ -147,6 +214,9 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
                     for r in audit["over_budget"]
                 ],
                 "budget",
+                ROWS_SHOWN,
+                "records above the budget",
+                wrap=(0, 1),
             )
         )
     parts.append("</div>")
@@ -158,21 +228,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         f'<p class="note">Passes per source, with the {conf:.0%} Wilson interval of the '
         f"source's success rate ({escape(analysis['methods']['per_source'])}).</p>"
     )
-    parts.append(
-        _table(
-            ["source", "title", "tasks", *[labels[m] for m in models]],
-            [
-                [
-                    s["source_id"],
-                    s["title"],
-                    s["tasks"],
-                    *[_source_cell(s["passes"][m], s["wilson"][m]) for m in models],
-                ]
-                for s in sources
-            ],
-            "sources",
-        )
-    )
+    parts.append(sources_tables(sources, models, labels))
     parts.append("</div>")
 
     parts.append(
@@ -190,7 +246,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
 
     parts.append('<h2 id="provenance">Provenance</h2><div class="card">')
     parts.append(
-        _table(
+        _folded_table(
             ["input file", "pinned SHA-256", "verified"],
             [
                 [
@@ -201,6 +257,8 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
                 for f in provenance["files"]
             ],
             "provenance mono",
+            ROWS_SHOWN,
+            "input files",
         )
     )
     parts.append(
@@ -209,7 +267,8 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
             [
                 ["revision", release["revision"]],
                 [
-                    "report settings digest (SHA-256; audit.json has the whole config's)",
+                    "report settings digest (SHA-256; the artifact manifest has the whole "
+                    "config's)",
                     provenance["config_digest"],
                 ],
                 *[[k, v] for k, v in provenance["versions"].items()],
@@ -219,6 +278,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
                 ],
             ],
             "mono",
+            wrap=(0, 1),
         )
     )
     parts.append(f'<p class="note">{escape(analysis["license"])}</p></div></main>')
@@ -232,10 +292,43 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     )
 
 
-def _source_cell(passes: int, interval: dict | None) -> str:
+def sources_tables(sources: list[dict], models: list[str], labels: dict[str, str]) -> str:
+    """Passes per source and model: SOURCE_MODELS model columns to a table, so each fits its
+    card; the tables past the first are folded beneath it."""
+    groups = [models[i : i + SOURCE_MODELS] for i in range(0, len(models), SOURCE_MODELS)]
+    tables = [
+        _table(
+            ["source", "title", "tasks", *[labels[m] for m in group]],
+            [
+                [
+                    s["source_id"],
+                    s["title"],
+                    s["tasks"],
+                    *[_source_cell(s["passes"][m], s["wilson"][m]) for m in group],
+                ]
+                for s in sources
+            ],
+            "sources",
+            wrap=(0, 1),
+        )
+        for group in groups
+    ]
+    if len(tables) == 1:
+        return tables[0]
+    rest = len(models) - len(groups[0])
+    return (
+        tables[0]
+        + f"<details><summary>The other {rest} models, {SOURCE_MODELS} to a table</summary>"
+        + "".join(tables[1:])
+        + "</details>"
+    )
+
+
+def _source_cell(passes: int, interval: dict | None) -> str | Lines:
+    """The passes, and beneath them the interval of the source's success rate."""
     if interval is None:
         return str(passes)
-    return f"{passes} ({100 * interval['low']:.0f}–{100 * interval['high']:.0f}%)"
+    return Lines((passes, f"{100 * interval['low']:.0f}–{100 * interval['high']:.0f}%"))
 
 
 def _design_effect(value: float | None) -> str:
@@ -274,17 +367,18 @@ def leaderboard_table(board: list[dict], conf: float) -> str:
                 letters_text(r["letters"]) + (" ★" if r["leader_tier"] else ""),
                 r["passes"],
                 _pct(r["success_rate"]),
-                f"{_pct(r['wilson_low'])} – {_pct(r['wilson_high'])}",
-                f"{_pct(r['clustered']['low'])} – {_pct(r['clustered']['high'])}",
+                _range(_pct(r["wilson_low"]), _pct(r["wilson_high"])),
+                _range(_pct(r["clustered"]["low"]), _pct(r["clustered"]["high"])),
                 _design_effect(r["clustered"]["design_effect"]),
                 f"{r['infrastructure_errors']}: "
-                f"{r['passes']} – {r['infrastructure_bounds']['passes_high']}",
+                + _range(str(r["passes"]), str(r["infrastructure_bounds"]["passes_high"])),
                 r["over_budget_records"],
                 _published_short(r),
             ]
             for r in board
         ],
         "leaderboard",
+        wrap=(0, 1, 9),
     )
 
 
@@ -296,8 +390,13 @@ def _published_short(row: dict) -> str:
     return f"DIFFERS ({row['passes'] - row['published_passes']:+d})"
 
 
+PAIRS_SHOWN = 36  # every pair of nine models; beyond, the rest are folded beneath
+ROWS_SHOWN = 40  # of a list of records (over budget, marked pairs, trials) before it folds
+SOURCE_MODELS = 9  # model columns per table of results per source
+
+
 def pairs_table(pairs: list[dict], labels: dict[str, str]) -> str:
-    return _table(
+    return _folded_table(
         [
             "A",
             "B",
@@ -321,8 +420,14 @@ def pairs_table(pairs: list[dict], labels: dict[str, str]) -> str:
                 p["only_b"],
                 p["neither"],
                 f"{100 * p['difference_difference']:+.1f} pp",
-                f"{100 * p['difference_low']:+.1f} … {100 * p['difference_high']:+.1f}",
-                f"{100 * p['clustered']['low']:+.1f} … {100 * p['clustered']['high']:+.1f}",
+                _range(
+                    f"{100 * p['difference_low']:+.1f}", f"{100 * p['difference_high']:+.1f}", "…"
+                ),
+                _range(
+                    f"{100 * p['clustered']['low']:+.1f}",
+                    f"{100 * p['clustered']['high']:+.1f}",
+                    "…",
+                ),
                 _design_effect(p["clustered"]["design_effect"]),
                 f"{p['p_exact']:.3g}{' †' if p['infrastructure']['marked'] else ''}",
                 f"{p['p_holm']:.3g}{' *' if p['significant'] else ''}",
@@ -330,6 +435,9 @@ def pairs_table(pairs: list[dict], labels: dict[str, str]) -> str:
             for p in pairs
         ],
         "pairs",
+        PAIRS_SHOWN,
+        "pairs (all pairs are in analysis.json)",
+        wrap=(0, 1),
     )
 
 
@@ -359,10 +467,13 @@ def infrastructure_section(paired: dict, labels: dict[str, str]) -> str:
         head
         + f"<p><strong>{len(marked)} pair(s) marked †</strong>: their unadjusted exact McNemar "
         "p crosses alpha when the errors are resolved one way or the other.</p>"
-        + _table(
+        + _folded_table(
             ["A", "B", "p reported", "p, errors in favour of A", "p, errors in favour of B"],
             rows,
             "infrastructure",
+            ROWS_SHOWN,
+            "marked pairs",
+            wrap=(0, 1),
         )
         + "</div>"
     )
@@ -400,6 +511,7 @@ def published_section(check: dict, board: list[dict]) -> str:
                 for r in board
             ],
             "published",
+            wrap=(0, 3),
         )
     )
     facts = []
@@ -424,20 +536,27 @@ def published_section(check: dict, board: list[dict]) -> str:
     return "".join(parts) + "</div>"
 
 
-def _bounds(bounds: dict) -> str:
+def _bounds(bounds: dict) -> str | Lines:
     upper = bounds["upper"]
     if upper is None:
         withheld = bounds.get("upper_withheld") or "unknown"
-        return f"{_pct(bounds['lower'])} – ? (upper withheld: {withheld})"
-    return f"{_pct(bounds['lower'])} – {_pct(upper)}"
+        return Lines((_range(_pct(bounds["lower"]), "?"), f"(upper withheld: {withheld})"))
+    return _range(_pct(bounds["lower"]), _pct(upper))
 
 
 def _protocol(row: dict) -> str:
     if row.get("conformant") is True:
         return "conformant"
     if row.get("conformant") is False:
-        return "NOT CONFORMANT: " + "; ".join(row["conformance_reasons"])
+        return "NOT CONFORMANT"
     return "not checked"
+
+
+def _protocol_reasons(row: dict) -> str | None:
+    """Why a configuration is not conformant: a line of its own under its row."""
+    if row.get("conformant") is not False:
+        return None
+    return "NOT CONFORMANT: " + "; ".join(row["conformance_reasons"])
 
 
 def _configuration(row: dict) -> str:
@@ -457,7 +576,7 @@ def cost_ledger_section(ledger: dict) -> str:
         f'<p id="ledger-total">Spent USD {ledger["spent_usd"]:,.2f} of the ceiling '
         f"{escape(shown)} (execute.max_cost_usd).{stopped}</p>"
         f'<p class="note">{escape(ledger["note"])}</p>'
-        + _table(
+        + _folded_table(
             ["trial", "task", "attempt", "agent", "status", "cost (USD)", "worst case (USD)"],
             [
                 [
@@ -472,6 +591,9 @@ def cost_ledger_section(ledger: dict) -> str:
                 for t in ledger["trials"]
             ],
             "ledger",
+            ROWS_SHOWN,
+            "trials",
+            wrap=(0, 1, 3, 4),
         )
     )
 
@@ -516,5 +638,7 @@ def local_runs_section(rows: list[dict]) -> str:
                 for r in rows
             ],
             "runs",
+            [_protocol_reasons(r) for r in rows],
+            wrap=(1, 2, 11, 12),
         )
     )
