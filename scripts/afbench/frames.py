@@ -997,11 +997,13 @@ def export(
             expected="a results/<revision> folder",
         )
     _check_export_folder(folder.root, Path(output_dir))
+    tables = {name: TABLES[name](folder) for name in wanted}
     files = {
-        Path(output_dir) / f"{name}.{fmt}": table_bytes(TABLES[name](folder), fmt)
-        for name in wanted
+        Path(output_dir) / f"{name}.{fmt}": table_bytes(table, fmt)
+        for name, table in tables.items()
     }
-    write_outputs(list(files.items()))
+    rows = ", ".join(f"{name} {len(table):,}" for name, table in tables.items())
+    write_outputs(list(files.items()), about=f"tables: {len(files)} as {fmt} (rows: {rows})")
     return list(files)
 
 

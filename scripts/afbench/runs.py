@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import os
 import stat
-import sys
 from pathlib import Path
 
 from . import fsutil, harbor
 from .budget import budget_audit
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import canonical_digest, canonical_json, check_name, parse_json_bytes
+from .progress import Progress
 
 CHECKS = ("target_equivalence", "allowed_axioms", "lean_kernel", "nanoda_replay")
 VERDICT_STATUSES = {"accepted": 1, "rejected": 0, "error": None}
@@ -786,19 +786,27 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         raise AfbenchError("not a Harbor job directory (not a folder)", file=job_dir)
     job = _job(job_dir)
     names = _trial_folders(job_dir)
+    with Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/')) or job_dir}") as bar:
+        attempts = _read_trials(job, job_dir, names, bar)
+    _check_attempt_counts(job, attempts)
+    check_unique_trials(attempts)
+    return attempts
+
+
+def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> list[dict]:
+    """read_harbor_job's loop over the trial folders `names` of `job`."""
     prefix = job_dir.rstrip("/") + "/" if job_dir != "/" else "/"
     n_attempts, disabled = job["n_attempts"], job["verification_disabled"]
     fallback_job_id = job["job_id"]
     if fallback_job_id is None:
         fallback_job_id = f"job at {os.path.realpath(job_dir)}"
     read = fsutil.read_file_once
-    progress = Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/'))}")
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
     known: dict[str, dict] = {}  # repr of a trial's settings sections -> its configuration
     trial_ids: dict[str, str] = {}
     for name in names:
-        progress.step()
+        bar.advance()
         trial = prefix + name
         file = trial + "/result.json"
         data = read(file, "trial result.json", MAX_INPUT_BYTES, missing_ok=True)
@@ -910,9 +918,6 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         configuration = harbor_configuration(settings, info, n_attempts)
         configuration = configurations.setdefault(configuration["key"], configuration)
         attempt.update(_configuration_fields(configuration))
-    progress.done()
-    _check_attempt_counts(job, attempts)
-    check_unique_trials(attempts)
     return attempts
 
 
@@ -1224,28 +1229,6 @@ def summarize_run(
         "configurations": configurations,
     }
     return summary, rows
-
-
-class Progress:
-    """A one-line progress bar on stderr for large imports (only on a terminal)."""
-
-    def __init__(self, total: int, label: str) -> None:
-        self.total, self.label, self.count = total, label, 0
-        self.enabled = total >= 1000 and sys.stderr.isatty()
-
-    def step(self) -> None:
-        self.count += 1
-        if self.enabled and (self.count % 500 == 0 or self.count == self.total):
-            width = 30
-            filled = width * self.count // self.total
-            sys.stderr.write(
-                f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total}"
-            )
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
 
 
 OUTCOME_COLUMNS = [

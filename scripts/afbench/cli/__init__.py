@@ -28,6 +28,12 @@ DESCRIPTION = (
 )
 
 
+QUIET_HELP = (
+    "say nothing on success: no line per file written, no progress bar (warnings and errors "
+    "are still shown)"
+)
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, with its refusals in afbench's one-line form (usage is in --help)."""
 
@@ -74,6 +80,7 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
         p.set_defaults(handler=guarded(command.run))
         if wanted(*words):
             command.arguments(p)
+            p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
     for name, command in COMMANDS.items():
         add(sub, name, command, name)
@@ -105,16 +112,25 @@ def words(argv: list[str]) -> list[str]:
 
 
 def guarded(run):
-    """A command's body, run with its declared files checked and kept apart (fsutil)."""
+    """A command's body, run with its declared files checked and kept apart (fsutil), each
+    unit it writes named in one line on standard error (cli.say), and progress bars on a
+    terminal; neither with --quiet."""
 
     @functools.wraps(run)
     def handler(args: argparse.Namespace):
+        from .. import progress
         from ..fsutil import command_files
+        from .say import listener
         from .types import declared_files
 
+        quiet = bool(getattr(args, "quiet", False))
         inputs, outputs, trees, folders = declared_files(vars(args))
-        with command_files(inputs, outputs, trees, folders):
-            return run(args)
+        shown = progress.show(not quiet)
+        try:
+            with command_files(inputs, outputs, trees, folders, listener(quiet)):
+                return run(args)
+        finally:
+            progress.show(shown)
 
     return handler
 

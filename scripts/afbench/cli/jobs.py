@@ -95,8 +95,10 @@ def _build_demo_upstream_args(p):
 
 def build_demo_upstream(args):
     from ..demo import build_repository
+    from ..fsutil import say
 
-    build_repository(args.release_files, args.output)
+    commit = build_repository(args.release_files, args.output)
+    say(f"demo repository: commit {commit}", [args.output])
 
 
 def _source(p: argparse.ArgumentParser) -> None:
