@@ -47,7 +47,7 @@ class Progress:
 
     def __init__(self, total: int | None, label: str, unit: str = "", stream=None) -> None:
         self.total, self.unit, self.count = total, unit, 0
-        self.label = printable(label, 40)
+        self.label = printable(label, MAX_WIDTH)
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = _shown and _is_terminal(self.stream)
         self.started = time.monotonic()
@@ -77,14 +77,17 @@ class Progress:
             tally = f"{shown(self.count)} of {shown(self.total)}"
         else:
             bar, tally = "", shown(self.count)
-        text = f"{self.label}{bar} {tally}"
-        return text[: max(0, min(columns - 1, MAX_WIDTH))]
+        tail = f"{bar} {tally}"
+        room = min(columns - 1, MAX_WIDTH) - len(tail)  # the label gives way, never the counts
+        label = self.label if len(self.label) <= room else self.label[: max(0, room - 3)] + "..."
+        return (label + tail)[: max(0, min(columns - 1, MAX_WIDTH))]
 
     def _draw(self) -> None:
         try:
             columns = os.get_terminal_size(self.stream.fileno()).columns
         except (OSError, ValueError, AttributeError):
-            columns = 80
+            columns = 0
+        columns = columns or 80  # a terminal that does not say its size (0 columns)
         self._write(CLEAR + self.line(columns))
         self.drawn = True
 
