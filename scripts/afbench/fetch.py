@@ -230,7 +230,9 @@ class HttpsSource:
                             found=target,
                         )
                     if target in seen:
-                        raise AfbenchError("redirect loop", file=url, found=target)
+                        raise AfbenchError(
+                            "redirect loop", file=url, expected="a new location", found=target
+                        )
                     seen.add(target)
                     url = target
                     continue
@@ -464,7 +466,11 @@ def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> d
 def combine_receipt(verified: list[dict], skipped: list[ReleaseFile]) -> dict:
     """The release's receipt from its verified-file records, which must share one release."""
     if not verified:
-        raise AfbenchError("no verified files to make a receipt of")
+        raise AfbenchError(
+            "no verified files to make a receipt of",
+            field="--entry",
+            expected="at least one verified-file record",
+        )
     first = verified[0]
     for other in verified[1:]:
         if (other["release"], other["source_kind"]) != (first["release"], first["source_kind"]):
@@ -476,7 +482,12 @@ def combine_receipt(verified: list[dict], skipped: list[ReleaseFile]) -> dict:
             )
     keys = [v["file"]["key"] for v in verified]
     if len(set(keys)) != len(keys):
-        raise AfbenchError("a release file is listed twice", field="files", found=str(keys))
+        raise AfbenchError(
+            "a release file is listed twice",
+            field="files",
+            expected="each file once",
+            found=str(keys),
+        )
     return record(
         RECEIPT,
         release=first["release"],

@@ -56,12 +56,13 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISREG, "a regular file"),
 )
 
 
 def file_kind(mode: int) -> str:
     """What a file of this st_mode is, in words (a FIFO, a directory, ...)."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return next((name for test, name in _KINDS if test(mode)), "of an unknown kind")
 
 
 @contextlib.contextmanager
@@ -245,6 +246,8 @@ class CommandFiles:
                 raise AfbenchError(
                     f"output folder is {file_kind(info.st_mode)}, not a folder; refusing it",
                     file=shown,
+                    expected="a folder, or nothing there yet",
+                    found=file_kind(info.st_mode),
                 )
             self._check_inside(shown, os.path.realpath(shown))
         seen: dict[str, str] = {}
@@ -645,6 +648,7 @@ def _encode_error(path: Path, exc: UnicodeEncodeError) -> AfbenchError:
         "refusing to write text that is not valid Unicode (a lone surrogate, e.g. from a file "
         "name that is not UTF-8); nothing was written",
         file=str(path),
+        expected="valid Unicode text",
         found=bad,
     )
 

@@ -172,7 +172,12 @@ def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
     doc = parse_json_input(data, file, "verdict")
     problems: list[Problem] = []
     if not isinstance(doc, dict):
-        raise AfbenchError("verdict must be a JSON object", file=file, found=type(doc).__name__)
+        raise AfbenchError(
+            "verdict must be a JSON object",
+            file=file,
+            expected="a JSON object",
+            found=_json_type(doc),
+        )
     status = doc.get("status")
     _expect(
         isinstance(status, str) and status in VERDICT_STATUSES,
@@ -352,7 +357,10 @@ def classify_trial(result: dict, file: str, *, verification_disabled: bool = Fal
     does not say."""
     if not isinstance(result, dict):
         raise AfbenchError(
-            "trial result must be a JSON object", file=file, found=_json_type(result)
+            "trial result must be a JSON object",
+            file=file,
+            expected="a JSON object",
+            found=_json_type(result),
         )
     verifier = _object(result.get("verifier_result"), file, "verifier_result")
     rewards = (
@@ -570,6 +578,7 @@ def _job(job_dir: str) -> dict:
             "n_attempts must be a whole number >= 1",
             file=file,
             field="n_attempts",
+            expected="a whole number >= 1",
             found=_json_type(n_attempts) if not isinstance(n_attempts, int) else n_attempts,
         )
     agents = doc.get("agents")
@@ -1182,9 +1191,11 @@ def summarize_run(
     outside = sorted({a["task_id"] for a in attempts} - set(selected))
     if outside:
         raise AfbenchError(
-            f"{len(outside)} trial task(s) are not in selection "
-            f"'{selection['name']}': {', '.join(outside[:20])}",
+            f"{len(outside)} trial task(s) are not in selection '{selection['name']}'",
             field="selection",
+            expected=f"tasks of selection '{selection['name']}'",
+            found=", ".join(outside[:20])
+            + (f" and {len(outside) - 20} more" if len(outside) > 20 else ""),
         )
     groups: dict[str, list[dict]] = {}
     details: dict[str, dict] = {}

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import re
 import signal
 import sys
 
@@ -34,10 +35,15 @@ QUIET_HELP = (
 )
 
 
+_CHOICE = re.compile(r"invalid choice: (.*) \(choose from (.*)\)$", re.S)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, with its refusals in afbench's one-line form (usage is in --help)."""
+    """argparse, with its refusals in afbench's one-line form (usage is in --help), a value
+    out of a flag's choices said as what was expected and what was found."""
 
     def error(self, message: str):  # type: ignore[override]
+        message = _CHOICE.sub(r"expected one of \2, found \1", message)
         self.exit(
             2,
             printable(f"afbench: error: {self.prog}: {message} (see {self.prog} --help)", 4000)

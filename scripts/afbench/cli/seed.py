@@ -193,7 +193,9 @@ def _models(args: argparse.Namespace, config: dict) -> list[str]:
         if not config["models"][slug]["sha256"]:
             raise missing_pin_error(config, slug)
         if slug in slugs:
-            raise AfbenchError("a model is listed twice", field="--model", found=slug)
+            raise AfbenchError(
+                "a model is listed twice", field="--model", expected="each model once", found=slug
+            )
         slugs.append(slug)
     return slugs
 
