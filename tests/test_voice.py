@@ -560,3 +560,21 @@ def test_an_import_on_a_terminal_draws_and_clears_its_bar_and_quiet_draws_none(
     last = text.rsplit(progress.CLEAR, 1)[-1]
     assert re.fullmatch(r"run f: \d configurations, \d+ trials of selection f .*\r\n", last), text
     assert _drawn_in_process([*argv, "--output-dir", tmp_path / "q", "--quiet"], monkeypatch) == ""
+
+
+@pytest.mark.snakemake
+def test_every_job_log_names_what_its_job_wrote(demo_project):
+    """Snakemake keeps each job's standard error (`2> {log}`): its lines, one per unit of
+    outputs, and nothing drawn for a terminal."""
+    logs = sorted((demo_project / "results" / demo_revision() / "logs").rglob("*.log"))
+    assert len(logs) >= 40, logs
+    for log in logs:
+        text = log.read_text()
+        lines = text.splitlines()
+        assert lines and all(ARROW in line for line in lines), (log, text)
+        assert "\r" not in text and "\x1b" not in text, log
+    plan = demo_project / "results" / demo_revision() / "logs" / "write_plan"
+    assert (plan / "demo-two-sources" / "nop.log").read_text() == (
+        "plan: 5 trials of agent nop on selection demo-two-sources (argument vectors, not run) "
+        f"-> results/{demo_revision()}/plans/demo-two-sources/nop.json\n"
+    )
