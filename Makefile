@@ -42,9 +42,10 @@ official: setup
 test: setup
 	$(ACTIVATE) python -m pytest
 
-# unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker or browser): for iteration
+# unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker, browser or full-scale inputs):
+# for iteration
 test-fast: setup
-	$(ACTIVATE) python -m pytest -m "not snakemake and not slurm and not harbor and not docker and not browser"
+	$(ACTIVATE) python -m pytest -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
 
 lint: setup
 	$(BIN)/ruff check scripts tests bench

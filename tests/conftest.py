@@ -42,6 +42,17 @@ def demo_yaml() -> dict:
     return yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
 
 
+def refusal_lines(err: str) -> list[str]:
+    """What a command printed on standard error from its first `afbench:` line on: the lines
+    before it are the summary lines of what it wrote before it stopped (cli.say), each one
+    line that is neither indented nor afbench's own."""
+    lines = [line for line in err.splitlines() if line.strip()]
+    first = next((i for i, line in enumerate(lines) if line.startswith("afbench: ")), len(lines))
+    for said in lines[:first]:
+        assert " -> " in said and not said[0].isspace(), err
+    return lines[first:]
+
+
 def write_tree(root: Path, files: dict[str, bytes]) -> Path:
     for rel, data in files.items():
         target = root / rel

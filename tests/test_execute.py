@@ -100,13 +100,14 @@ def test_every_refusal_of_execute_is_one_line_and_nothing_starts(tmp_path):
     snakemake(root, "plans", *args)  # plans are cheap and safe; trials are not
     assert_one_line_refusal(
         snakemake(root, "execute", *args, check=False),
-        "execute: agent 'claude-code' may call a paid model; refused without "
-        "execute.allow_model_agents: true and a ceiling execute.max_cost_usd",
+        "field 'execute.allow_model_agents': agent 'claude-code' may call a paid model; refused "
+        "without execute.allow_model_agents: true and a ceiling execute.max_cost_usd",
     )
     args = overlay(root, paid, allow_model_agents=True)
     assert_one_line_refusal(
         snakemake(root, "execute", "-n", *args, check=False),
-        "refused without a ceiling execute.max_cost_usd",
+        "field 'execute.max_cost_usd': agent 'claude-code' may call a paid model; refused without "
+        "a ceiling (expected a ceiling in USD, found 'none')",
     )
     args = overlay(root, paid, allow_model_agents=True, max_cost_usd=300)
     over = snakemake(root, "execute", "-n", *args, check=False)
@@ -125,7 +126,7 @@ def test_every_refusal_of_execute_is_one_line_and_nothing_starts(tmp_path):
     custom = overlay(root, [{"agent": COST_AGENT}])
     assert_one_line_refusal(
         snakemake(root, "execute", "-n", *custom, check=False),
-        f"execute: agent '{COST_AGENT}' may call a paid model",
+        f"field 'execute.allow_model_agents': agent '{COST_AGENT}' may call a paid model",
     )
     formal = root / "formal.yaml"
     formal.write_text("release: {synthetic: false}\n")
@@ -133,13 +134,14 @@ def test_every_refusal_of_execute_is_one_line_and_nothing_starts(tmp_path):
         snakemake(
             root, "execute", "-n", *overlay(root, [{"agent": "nop"}]), str(formal), check=False
         ),
-        "refused while the image digests are unpinned",
+        "field 'release.images[].digest': a formal run on the official release is refused while "
+        "the image digests are unpinned",
     )
     nothing = root / "nothing.yaml"
     nothing.write_text("execute: {items: []}\n")
     assert_one_line_refusal(
         snakemake(root, "execute", "-n", *args, str(nothing), check=False),
-        "execute: no items configured",
+        "field 'execute.items': no items to execute",
     )
     assert not (out_dir(root) / "execute").exists()
     assert not (out_dir(root) / "jobs").exists()  # no Harbor job began

@@ -41,7 +41,7 @@ from afbench.harbor import ENVIRONMENT_TYPES, check_environment_type
 from afbench.plan import build_plan
 
 import properties as prop
-from conftest import OWNER_REPO, REPO, https_source
+from conftest import OWNER_REPO, REPO, https_source, refusal_lines
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
 DEMO = REPO / "config" / "demo.yaml"
@@ -50,7 +50,7 @@ DEMO = REPO / "config" / "demo.yaml"
 def one_clean_message(text: str) -> None:
     """What every refusal prints: one `afbench: error:` line, no traceback."""
     assert "Traceback" not in text
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = refusal_lines(text)
     assert len(lines) == 1 and lines[0].startswith("afbench: error: "), text
 
 
@@ -492,7 +492,7 @@ WRITER = textwrap.dedent(
     import sys
     from afbench.fsutil import atomic_write_bytes
     for i in range(int(sys.argv[2])):
-        atomic_write_bytes(sys.argv[1], (sys.argv[3] * 50_000).encode())
+        atomic_write_bytes(sys.argv[1], (sys.argv[3] * 50_000).encode(), about="test")
     """
 )
 
@@ -528,7 +528,7 @@ def test_only_a_dead_writers_temporary_file_on_this_host_is_removed(tmp_path):
     other_host = tmp_path / f".x.json.{int(finished.stdout)}.0badc0de.22222222.part"
     for part in (dead, live, other_host):
         part.write_bytes(b"partial")
-    atomic_write_bytes(target, b"done")
+    atomic_write_bytes(target, b"done", about="test")
     assert target.read_bytes() == b"done"
     assert not dead.exists() and live.exists() and other_host.exists()
 
@@ -541,7 +541,7 @@ FULL_DISK = textwrap.dedent(
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
     resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
     try:
-        atomic_write_bytes(sys.argv[1], b"x" * 100_000)
+        atomic_write_bytes(sys.argv[1], b"x" * 100_000, about="test")
     except AfbenchError as exc:
         print(f"afbench: error: {exc}", file=sys.stderr)
         sys.exit(2)
@@ -565,7 +565,7 @@ def test_a_failed_write_names_the_file_leaves_no_temporary_file_and_keeps_the_ol
 def test_a_write_into_a_path_under_a_file_is_our_error(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(AfbenchError, match="cannot write this file") as err:
-        atomic_write_bytes(tmp_path / "file" / "sub" / "a.json", b"{}")
+        atomic_write_bytes(tmp_path / "file" / "sub" / "a.json", b"{}", about="test")
     assert "file/sub/a.json" in str(err.value)
 
 

@@ -38,6 +38,7 @@ from conftest import (
     https_source,
     make_git_repo,
     project,
+    refusal_lines,
     release_dir,
     run_all,
     snakemake,
@@ -50,7 +51,7 @@ AFBENCH = str(Path(sys.executable).with_name("afbench"))
 
 def one_line(err: str) -> str:
     assert "Traceback" not in err, err
-    lines = [line for line in err.splitlines() if line.strip()]
+    lines = refusal_lines(err)
     assert len(lines) == 1, err
     return lines[0]
 

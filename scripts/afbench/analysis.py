@@ -272,6 +272,7 @@ def compactor(catalog: dict):
                     "a task that is not in the catalog: import the model again",
                     file=file,
                     field="task_id",
+                    expected="a task of the catalog",
                     found=unknown[0],
                 )
             digits = ["0"] * len(order)
@@ -284,6 +285,7 @@ def compactor(catalog: dict):
                     "a source that is not in the catalog: import the model again",
                     file=file,
                     field="source_id",
+                    expected="a source of the catalog",
                     found=source_id,
                 )
             by_source[source_id] += passes

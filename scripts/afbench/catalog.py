@@ -60,6 +60,7 @@ def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[lis
                         file=file,
                         row=rows[i],
                         field="task_id",
+                        expected="each task_id once",
                         found=column["task_id"][i],
                     ),
                 )
@@ -105,6 +106,7 @@ def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list
                     file=file,
                     row=rows[i],
                     field="source_id",
+                    expected="each source_id once",
                     found=column["source_id"][i],
                 ),
             )
@@ -210,7 +212,9 @@ def build_catalog(
 def _unique(values: list, what: str) -> None:
     dupes = sorted({v for v in values if values.count(v) > 1})
     if dupes:
-        raise AfbenchError(f"{what} listed twice", field=what, found=dupes[0])
+        raise AfbenchError(
+            f"{what} listed twice", field=what, expected=f"each {what} once", found=dupes[0]
+        )
 
 
 def select_tasks(
@@ -234,13 +238,20 @@ def select_tasks(
     _unique(sources, "source")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
         raise AfbenchError(
-            "limit must be a whole number of at least 1", field="limit", found=str(limit)
+            "limit must be a whole number of at least 1",
+            field="limit",
+            expected="a whole number >= 1",
+            found=str(limit),
         )
     if stratified is not None:
         _check_stratified(stratified, tasks, limit)
     all_ids = {t["task_id"] for t in catalog["tasks"]}
     all_sources = {s["source_id"] for s in catalog["sources"]}
-    problems = [Problem("unknown task", field="task", found=t) for t in tasks if t not in all_ids]
+    problems = [
+        Problem("unknown task", field="task", expected="a task_id of the catalog", found=t)
+        for t in tasks
+        if t not in all_ids
+    ]
     problems += [
         Problem(
             "unknown source_id (--book)",
@@ -259,9 +270,11 @@ def select_tasks(
     ]
     if not chosen:
         raise AfbenchError(
-            "the selection is empty: no task matches both --task and --book",
-            field="selection",
-            found=name,
+            "the selection is empty: none of the tasks asked for (--task) is of the sources "
+            "asked for (--book, or the job's --source)",
+            field="task",
+            expected=f"a task of source {' or '.join(sources)}" if sources else "a task",
+            found=f"tasks {', '.join(tasks)}" if tasks else "no task of these sources",
         )
     if limit is not None:
         chosen = chosen[:limit]
@@ -316,7 +329,8 @@ def _check_stratified(stratified: dict, tasks: list[str], limit: object) -> None
             "a stratified selection draws its own tasks: give it no task list or limit (sources "
             "narrow it)",
             field="stratified",
-            found="tasks" if tasks else "limit",
+            expected="no task list and no limit",
+            found="a task list" if tasks else f"limit {limit}",
         )
 
 

@@ -184,7 +184,12 @@ def _load_yaml_or_json(path: Path) -> dict:
         raise AfbenchError(f"config file is not UTF-8 (byte {exc.start})", file=str(path)) from None
     doc = _parse_config_text(text, str(path))
     if not isinstance(doc, dict):
-        raise AfbenchError("config must be a mapping", file=str(path), found=type(doc).__name__)
+        raise AfbenchError(
+            "config must be a mapping",
+            file=str(path),
+            expected="a mapping of settings (key: value)",
+            found=type(doc).__name__,
+        )
     return doc
 
 
@@ -248,6 +253,7 @@ def _check_plain(data: object, origin: str) -> None:
                         "a key must be text (quote it)",
                         file=origin,
                         field=where,
+                        expected="a text key",
                         found=f"{type(key).__name__} {printable(repr(key), 80)}",
                     )
                 stack.append((value, [*path, key], depth + 1))
@@ -425,6 +431,7 @@ def _check_power(power: dict, models: dict, origin: str) -> None:
                 "power.models names two different models",
                 file=origin,
                 field="power/models",
+                expected="two different model slugs",
                 found=str(power["models"]),
             )
         )
@@ -603,7 +610,12 @@ def selected_models(config: dict) -> list[str]:
     if problems:
         raise AfbenchError(problems=[p for err in problems for p in err.problems])
     if len(set(wanted)) != len(wanted):
-        raise AfbenchError("a model is listed twice", field="import.models", found=str(wanted))
+        raise AfbenchError(
+            "a model is listed twice",
+            field="import.models",
+            expected="each model once",
+            found=str(wanted),
+        )
     return list(wanted)
 
 
@@ -633,6 +645,8 @@ def file_for(config: dict, key: str) -> ReleaseFile:
         if spec.key == key:
             return spec
     raise AfbenchError(
-        f"no release file named '{key}'",
+        "no release file of this name in config (files, models)",
+        field="key",
         expected=f"one of {[f.key for f in release_files(config)]}",
+        found=key,
     )

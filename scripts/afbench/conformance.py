@@ -24,7 +24,6 @@ harbor.TRIAL_SETTINGS); nothing here reads a Harbor file itself.
 from __future__ import annotations
 
 import re
-import sys
 import tomllib
 from pathlib import Path
 
@@ -282,7 +281,6 @@ def exported_checksums(selection: dict, repository_dir: str, tasks_dir: str) -> 
             "checksum": harbor.task_checksum(task_dir),
             "images": task_images(task_dir),
         }
-    sys.stderr.write(f"afbench: {len(tasks)} task(s) exported and checked\n")
     return record(
         TASK_CHECKSUMS,
         release=release,

@@ -20,6 +20,7 @@ import io
 import itertools
 import math
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
 from contextlib import contextmanager
@@ -134,19 +135,60 @@ def _split_plain(text: str, file: str) -> _Cells | None:
 
 def _tokenise(text: str, file: str) -> tuple[list[str], list[list[str]]]:
     old_limit = csv.field_size_limit(MAX_FIELD)
+    header: list[str] = []
+    body: list[list[str]] = []
     try:
         reader = csv.reader(io.StringIO(text, newline=""), strict=True)
         header = next(reader, [])
         if len(header) > MAX_COLUMNS:
             raise _too_wide(file, len(header))
-        body = list(itertools.islice(reader, MAX_ROWS + 1))
+        body.extend(itertools.islice(reader, MAX_ROWS + 1))
     except csv.Error as exc:
-        raise AfbenchError(f"malformed CSV: {exc}", file=file) from None
+        # the row the reader stopped in: the header, or the one after the rows it read
+        row = len(body) + FIRST_ROW if header else 1
+        if "field larger than field limit" in str(exc):
+            raise _cell_too_large(text, file) from None
+        raise AfbenchError(
+            f"malformed CSV: {exc}",
+            file=file,
+            row=row,
+            expected="RFC 4180 CSV",
+            found=f"line {reader.line_num} of the file",
+        ) from None
     finally:
         csv.field_size_limit(old_limit)
     if len(body) > MAX_ROWS:
         raise _too_long(file)
     return header, body
+
+
+def _cell_too_large(text: str, file: str) -> AfbenchError:
+    """The first cell over MAX_FIELD characters, found by reading the text again without the
+    limit (only on this refusal): its row, its column's name and its size."""
+    old_limit = csv.field_size_limit(sys.maxsize)
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header: list[str] = []
+        for row, cells in enumerate(reader, start=1):
+            header = header or cells
+            for position, cell in enumerate(cells):
+                if len(cell) > MAX_FIELD:
+                    named = header[position] if row > 1 and position < len(header) else None
+                    return AfbenchError(
+                        "a cell larger than the cell limit",
+                        file=file,
+                        row=row,
+                        field=named if named is not None else f"column {position + 1}",
+                        expected=f"at most {MAX_FIELD:,} characters",
+                        found=f"{len(cell):,} characters",
+                    )
+    except csv.Error:
+        pass
+    finally:
+        csv.field_size_limit(old_limit)
+    return AfbenchError(  # pragma: no cover - the first reading found it
+        "a cell larger than the cell limit", file=file, expected=f"at most {MAX_FIELD:,} characters"
+    )
 
 
 @contextmanager
@@ -189,6 +231,7 @@ def read_table(data: bytes, file: str, mapping: dict[str, str]) -> Table:
             file=file,
             row=1,
             field=duplicated[0],
+            expected="each column once",
             found=f"columns {_shown(header)}",
         )
     missing = [(ours, theirs) for ours, theirs in mapping.items() if theirs not in counts]
@@ -265,7 +308,14 @@ def parse_cost(text: str, *, file: str, row: int, field: str) -> float:
         )
     value = float(text)
     if not math.isfinite(value):
-        raise AfbenchError("number is not finite", file=file, row=row, field=field, found=text)
+        raise AfbenchError(
+            "number is not finite",
+            file=file,
+            row=row,
+            field=field,
+            expected="a finite number",
+            found=text,
+        )
     return value
 
 

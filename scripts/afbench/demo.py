@@ -205,7 +205,10 @@ def write_release(out: Path) -> dict[str, bytes]:
     from .fsutil import write_outputs
 
     files = generate_release()
-    write_outputs([(Path(out) / rel, data) for rel, data in files.items()])
+    write_outputs(
+        [(Path(out) / rel, data) for rel, data in files.items()],
+        about="demo release",
+    )
     return files
 
 

@@ -85,7 +85,12 @@ def trial_steps(plan: dict, task_id: str, attempt: int) -> dict:
             expected=f"one of {len(plan['tasks'])} planned tasks",
         )
     if attempt < 1:
-        raise AfbenchError("attempts count from 1", field="--attempt", found=attempt)
+        raise AfbenchError(
+            "attempts count from 1",
+            field="--attempt",
+            expected="a whole number >= 1",
+            found=attempt,
+        )
     run = copy.deepcopy(task["run"])
     argv = run["argv"]
     at = argv.index("--job-name") + 1
@@ -164,6 +169,7 @@ def check_money(agent: str, model: str | None, allow: bool, ceiling_usd: float |
             f"{what} may call a paid model: refused without --allow-model-agent=true "
             "(execute.allow_model_agents and a ceiling execute.max_cost_usd in config)",
             field="-a",
+            expected="nop or oracle, or --allow-model-agent=true",
             found=agent,
         )
     if ceiling_usd is None:
@@ -220,16 +226,18 @@ def run_steps(
             )
         except FileNotFoundError:
             raise AfbenchError(
-                f"cannot start the {name} step: program not found (PATH: {env.get('PATH')})",
+                f"cannot start the {name} step: program not found",
                 field=name,
+                expected=f"a program on PATH {env.get('PATH')}",
                 found=step["argv"][0],
             ) from None
         if done.returncode != 0:
             raise AfbenchError(
-                f"the {name} step failed with exit code {done.returncode} (its output is in "
-                "this job's log)",
+                f"the {name} step failed (its output is in this job's log): "
+                f"{' '.join(step['argv'])}",
                 field=name,
-                found=" ".join(step["argv"]),
+                expected="exit code 0",
+                found=f"exit code {done.returncode}",
             )
     return stated
 
@@ -441,28 +449,42 @@ def check_items(
     plan items, pinned image digests for a formal run, the opt-in and a ceiling for an agent
     that may call a model."""
     if not items:
-        raise AfbenchError("execute: no items configured (execute.items names plan items)")
+        raise AfbenchError(
+            "no items to execute",
+            field="execute.items",
+            expected="at least one configured plan item (plans.items), as SELECTION/AGENT",
+        )
     unknown = [f"{s}/{label}" for s, label in items if (s, label) not in plan_items]
     if unknown:
         raise AfbenchError(
-            "execute.items: not a configured plan item (plans.items)", found=", ".join(unknown)
+            "not a configured plan item",
+            field="execute.items",
+            expected=f"one of {[f'{s}/{label}' for s, label in plan_items]} (plans.items)",
+            found=", ".join(unknown),
         )
     if not release["synthetic"] and not all(i["digest"] for i in release["images"]):
         raise AfbenchError(
-            "execute: a formal run on the official release is refused while the image "
-            "digests are unpinned (release.images[].digest): the trials could not be tied to "
-            "the images the authors used"
+            "a formal run on the official release is refused while the image digests are "
+            "unpinned: the trials could not be tied to the images the authors used",
+            field="release.images[].digest",
+            expected="every image's sha256 digest",
+            found=", ".join(i["role"] for i in release["images"] if not i["digest"]) + " unpinned",
         )
     paid = sorted({agents[key] for key in items if harbor.calls_a_model(agents[key])})
     if paid and not allow:
         raise AfbenchError(
-            f"execute: agent '{paid[0]}' may call a paid model; refused without "
-            "execute.allow_model_agents: true and a ceiling execute.max_cost_usd"
+            f"agent '{paid[0]}' may call a paid model; refused without "
+            "execute.allow_model_agents: true and a ceiling execute.max_cost_usd",
+            field="execute.allow_model_agents",
+            expected="true",
+            found="false",
         )
     if paid and ceiling_usd is None:
         raise AfbenchError(
-            f"execute: agent '{paid[0]}' may call a paid model; refused without a ceiling "
-            "execute.max_cost_usd"
+            f"agent '{paid[0]}' may call a paid model; refused without a ceiling",
+            field="execute.max_cost_usd",
+            expected="a ceiling in USD",
+            found="none",
         )
 
 

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from .errors import AfbenchError
-from .fsutil import atomic_write_bytes, read_regular_file, sha256_bytes, sha256_file
+from .fsutil import atomic_write_bytes, read_regular_file, say, sha256_bytes, sha256_file
 from .records import RECEIPT, VERIFIED_FILE, record
 from .release import identity, license_of
 
@@ -230,7 +230,9 @@ class HttpsSource:
                             found=target,
                         )
                     if target in seen:
-                        raise AfbenchError("redirect loop", file=url, found=target)
+                        raise AfbenchError(
+                            "redirect loop", file=url, expected="a new location", found=target
+                        )
                     seen.add(target)
                     url = target
                     continue
@@ -244,21 +246,32 @@ class HttpsSource:
         raise AfbenchError(f"more than {MAX_REDIRECTS} redirects", file=url)
 
     def _read_body(self, response, url: str) -> bytes:
+        from .progress import Progress
+
         cap = self.settings["max_bytes"]
         chunks, size = [], 0
+        length = response.headers.get("Content-Length", "")
+        # the bar's total only (a length the server gets wrong changes nothing else); of a
+        # compressed body it counts other bytes than the inflated ones counted here
+        encoded = response.headers.get("Content-Encoding", "identity") != "identity"
+        known = length.isdigit() and len(length) < 19 and not encoded
+        total = int(length) if known else None
+        label = f"downloading {url.rsplit('/', 1)[-1]}"
         # iter_content inflates gzip/deflate: the cap bounds what would be written.
-        for chunk in response.iter_content(chunk_size=65536):
-            size += len(chunk)
-            if size > cap:
-                raise AfbenchError(
-                    "response larger than the size cap",
-                    file=url,
-                    expected=f"at most {cap} bytes (source.max_bytes)",
-                    found=f"more than {cap} bytes",
-                )
-            if self._deadline is not None and self._deadline.expired:
-                raise _DeadlinePassed
-            chunks.append(chunk)
+        with Progress(total, label, "bytes") as bar:
+            for chunk in response.iter_content(chunk_size=65536):
+                size += len(chunk)
+                if size > cap:
+                    raise AfbenchError(
+                        "response larger than the size cap",
+                        file=url,
+                        expected=f"at most {cap} bytes (source.max_bytes)",
+                        found=f"more than {cap} bytes",
+                    )
+                if self._deadline is not None and self._deadline.expired:
+                    raise _DeadlinePassed
+                chunks.append(chunk)
+                bar.advance(len(chunk))
         return b"".join(chunks)
 
 
@@ -406,6 +419,7 @@ def fetch_file(source, spec: ReleaseFile, dest: Path) -> None:
             "file has no SHA-256 pin, so it cannot be verified", file=spec.path, field="sha256"
         )
     if verify_cached(dest, spec):
+        say(f"release file {spec.path}: already in place and matching its pin, kept", [dest])
         return
     data = source.read(spec.path)
     actual = sha256_bytes(data)
@@ -416,7 +430,12 @@ def fetch_file(source, spec: ReleaseFile, dest: Path) -> None:
             expected=f"sha256 {spec.sha256}",
             found=f"sha256 {actual}",
         )
-    atomic_write_bytes(dest, data, read_only=True)
+    atomic_write_bytes(
+        dest,
+        data,
+        about=f"release file {spec.path}: {len(data):,} bytes, matching its pin",
+        read_only=True,
+    )
 
 
 def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> dict:
@@ -447,7 +466,11 @@ def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> d
 def combine_receipt(verified: list[dict], skipped: list[ReleaseFile]) -> dict:
     """The release's receipt from its verified-file records, which must share one release."""
     if not verified:
-        raise AfbenchError("no verified files to make a receipt of")
+        raise AfbenchError(
+            "no verified files to make a receipt of",
+            field="--entry",
+            expected="at least one verified-file record",
+        )
     first = verified[0]
     for other in verified[1:]:
         if (other["release"], other["source_kind"]) != (first["release"], first["source_kind"]):
@@ -459,7 +482,12 @@ def combine_receipt(verified: list[dict], skipped: list[ReleaseFile]) -> dict:
             )
     keys = [v["file"]["key"] for v in verified]
     if len(set(keys)) != len(keys):
-        raise AfbenchError("a release file is listed twice", field="files", found=str(keys))
+        raise AfbenchError(
+            "a release file is listed twice",
+            field="files",
+            expected="each file once",
+            found=str(keys),
+        )
     return record(
         RECEIPT,
         release=first["release"],

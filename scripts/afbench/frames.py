@@ -479,6 +479,7 @@ def tasks(root: str | os.PathLike | Folder) -> pd.DataFrame:
             "task's source is not among the catalog's sources",
             file=r.file,
             field=f"tasks[{unknown[0]}].source_id",
+            expected="a source_id of the catalog's sources",
             found=rows["source_id"].iloc[unknown[0]],
         )
     return folder.frame(rows, "tasks", [artifact])
@@ -569,6 +570,7 @@ def _check_finished(part: pd.DataFrame, file: str) -> None:
             "not an ISO-8601 date or datetime",
             file=file,
             field=f"records[{bad.index[0]}].finished_at",
+            expected="YYYY-MM-DD or an ISO-8601 datetime",
             found=bad.iloc[0],
         )
 
@@ -988,7 +990,9 @@ def export(
             "unknown table", field="--table", expected=f"one of {list(TABLES)}", found=unknown[0]
         )
     if names and len(set(names)) != len(names):
-        raise AfbenchError("a table is named twice", field="--table", found=names)
+        raise AfbenchError(
+            "a table is named twice", field="--table", expected="each table once", found=names
+        )
     wanted = list(names) if names else available_tables(folder)
     if not wanted:
         raise AfbenchError(
@@ -997,11 +1001,13 @@ def export(
             expected="a results/<revision> folder",
         )
     _check_export_folder(folder.root, Path(output_dir))
+    tables = {name: TABLES[name](folder) for name in wanted}
     files = {
-        Path(output_dir) / f"{name}.{fmt}": table_bytes(TABLES[name](folder), fmt)
-        for name in wanted
+        Path(output_dir) / f"{name}.{fmt}": table_bytes(table, fmt)
+        for name, table in tables.items()
     }
-    write_outputs(list(files.items()))
+    rows = ", ".join(f"{name} {len(table):,}" for name, table in tables.items())
+    write_outputs(list(files.items()), about=f"tables: {len(files)} as {fmt} (rows: {rows})")
     return list(files)
 
 

@@ -15,7 +15,7 @@ import re
 import signal
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from .errors import AfbenchError
@@ -56,12 +56,13 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
     (stat.S_ISLNK, "a symbolic link"),
+    (stat.S_ISREG, "a regular file"),
 )
 
 
 def file_kind(mode: int) -> str:
     """What a file of this st_mode is, in words (a FIFO, a directory, ...)."""
-    return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return next((name for test, name in _KINDS if test(mode)), "of an unknown kind")
 
 
 @contextlib.contextmanager
@@ -229,6 +230,8 @@ class CommandFiles:
         self.protected: dict[tuple[int, int], str] = {}  # outputs that exist: not to be read
         self.trees: list[tuple[str, str]] = []  # input folders: (real path, as given)
         self.written: list[str] = []  # outputs renamed into place so far
+        # told of each unit of outputs written (or kept): what it is and where (see say())
+        self.listener: Callable[[object, list[str]], None] | None = None
 
     def declare(
         self, inputs: Iterable, outputs: Iterable, trees: Iterable = (), folders: Iterable = ()
@@ -243,6 +246,8 @@ class CommandFiles:
                 raise AfbenchError(
                     f"output folder is {file_kind(info.st_mode)}, not a folder; refusing it",
                     file=shown,
+                    expected="a folder, or nothing there yet",
+                    found=file_kind(info.st_mode),
                 )
             self._check_inside(shown, os.path.realpath(shown))
         seen: dict[str, str] = {}
@@ -316,15 +321,21 @@ def _same_file(output: str, source: str) -> AfbenchError:
 
 @contextlib.contextmanager
 def command_files(
-    inputs: Iterable = (), outputs: Iterable = (), trees: Iterable = (), folders: Iterable = ()
+    inputs: Iterable = (),
+    outputs: Iterable = (),
+    trees: Iterable = (),
+    folders: Iterable = (),
+    listener: Callable[[object, list[str]], None] | None = None,
 ):
     """Run one command with its files declared (see CommandFiles): input files and folders,
     output files, input folders nothing may be written into, output folders; checked before
-    anything is read. Nested uses each keep their own."""
+    anything is read. Nested uses each keep their own, and share the listener (told what is
+    written: see say()) of the nearest that has one."""
     global _FILES
     files = CommandFiles()
     files.declare(inputs, outputs, trees, folders)
     previous, _FILES = _FILES, files
+    files.listener = listener or (previous.listener if previous is not None else None)
     try:
         yield files
     finally:
@@ -348,6 +359,15 @@ def note_read(info: os.stat_result, path: str) -> None:
 def written_outputs() -> list[str]:
     """The outputs the running command has renamed into place so far."""
     return list(_FILES.written) if _FILES is not None else []
+
+
+def say(about: object, paths: Sequence[Path | str]) -> None:
+    """Tell the running command's listener (the command line's summary lines, cli.say) that
+    `paths` were written as one unit, or kept as they were: `about` says what they are (an
+    artifact record, described by its kind, or a line's text). Outside a command: nothing."""
+    files = _FILES
+    if files is not None and files.listener is not None:
+        files.listener(about, [str(p) for p in paths])
 
 
 # Temporary files are named .<name>.<pid>.<host>.<random>.part. A write removes only the
@@ -486,14 +506,18 @@ def _signals_held():
 
 
 def write_outputs(
-    outputs: Sequence[tuple[Path, bytes | Iterable[bytes]]], *, read_only: bool = False
+    outputs: Sequence[tuple[Path, bytes | Iterable[bytes]]],
+    *,
+    about: object,
+    read_only: bool = False,
 ) -> None:
-    """A command's outputs, one unit. Every output is checked (see check_output), then each is
-    written to its temporary name, and only then are they renamed into place, with SIGINT,
-    SIGTERM and SIGHUP held back until the last rename: an interruption or a failed write
-    leaves either every earlier file or every new one, never some of each. (A SIGKILL or a
-    power cut between two renames can not be held back: Snakemake reruns such a job, and a
-    command run by hand is run again.)"""
+    """A command's outputs, one unit, and what they are (`about`: the artifact record they
+    hold, or the text of the line that names them; see say()). Every output is checked (see
+    check_output), then each is written to its temporary name, and only then are they renamed
+    into place, with SIGINT, SIGTERM and SIGHUP held back until the last rename: an
+    interruption or a failed write leaves either every earlier file or every new one, never
+    some of each. (A SIGKILL or a power cut between two renames can not be held back:
+    Snakemake reruns such a job, and a command run by hand is run again.)"""
     items = [(Path(path), data) for path, data in outputs]
     seen: dict[str, str] = {}
     for path, _ in items:
@@ -528,6 +552,7 @@ def write_outputs(
             done.append(path)
             if _FILES is not None:
                 _FILES.written.append(str(path))
+    say(about, done)
 
 
 def _rename_failed(path: Path, exc: OSError, done: list[Path], rest: list[Path]) -> AfbenchError:
@@ -543,7 +568,7 @@ def _rename_failed(path: Path, exc: OSError, done: list[Path], rest: list[Path])
 
 
 def atomic_write_bytes(
-    path: Path, data: bytes | Iterable[bytes], *, read_only: bool = False
+    path: Path, data: bytes | Iterable[bytes], *, about: object, read_only: bool = False
 ) -> None:
     """Write to a temporary name in the same folder, flush, then rename into place. `data` may
     be an iterable of chunks, for a file too large to hold in memory at once.
@@ -551,7 +576,7 @@ def atomic_write_bytes(
     A reader (or a crash) never sees a partial file at `path`; a failed write (a full disk, a
     missing permission) is one AfbenchError naming `path` and leaves no temporary file.
     """
-    write_outputs([(Path(path), data)], read_only=read_only)
+    write_outputs([(Path(path), data)], about=about, read_only=read_only)
 
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(", ", ": "))
@@ -623,16 +648,19 @@ def _encode_error(path: Path, exc: UnicodeEncodeError) -> AfbenchError:
         "refusing to write text that is not valid Unicode (a lone surrogate, e.g. from a file "
         "name that is not UTF-8); nothing was written",
         file=str(path),
+        expected="valid Unicode text",
         found=bad,
     )
 
 
-def write_json(path: Path, obj: object) -> None:
+def write_json(path: Path, obj: object, about: object = None) -> None:
+    """`obj` as JSON at `path`; `about`: what it is (default: `obj` itself, an artifact
+    record that says so by its kind)."""
     try:
         data = json_bytes(obj)
     except UnicodeEncodeError as exc:
         raise _encode_error(Path(path), exc) from None
-    atomic_write_bytes(path, data)
+    atomic_write_bytes(path, data, about=obj if about is None else about)
 
 
 def json_output(path: Path, obj: object) -> tuple[Path, bytes]:
@@ -723,12 +751,14 @@ def csv_bytes(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
     return buffer.getvalue().encode()
 
 
-def write_csv(path: Path, header: Sequence[str], rows: Iterable[Sequence[object]]) -> None:
+def write_csv(
+    path: Path, header: Sequence[str], rows: Iterable[Sequence[object]], *, about: object
+) -> None:
     try:
         data = csv_bytes(header, rows)
     except UnicodeEncodeError as exc:
         raise _encode_error(Path(path), exc) from None
-    atomic_write_bytes(path, data)
+    atomic_write_bytes(path, data, about=about)
 
 
 MAX_JSON_BYTES = 1 << 30

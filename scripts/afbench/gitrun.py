@@ -206,6 +206,7 @@ class Batch:
             raise AfbenchError(
                 "git cat-file answered something unexpected",
                 file=str(self.folder),
+                expected="'<oid> <type> <size>' or '<spec> missing'",
                 found=header[:200].decode("utf-8", "replace"),
             )
         kind, size = fields[1].decode(), int(fields[2])

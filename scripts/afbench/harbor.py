@@ -184,7 +184,10 @@ def check_agent(agent: str, model: str | None) -> None:
     if isinstance(agent, str) and is_import_path(agent):
         if model is not None and not (isinstance(model, str) and MODEL.fullmatch(model)):
             raise AfbenchError(
-                "model is not of the form provider/model", field="model", found=model
+                "model is not of the form provider/model",
+                field="model",
+                expected="provider/model",
+                found=model,
             )
         return
     if agent not in AGENTS:
@@ -197,7 +200,10 @@ def check_agent(agent: str, model: str | None) -> None:
     if not calls_a_model(agent):
         if model is not None:
             raise AfbenchError(
-                f"agent '{agent}' calls no model; do not pass a model", field="model", found=model
+                f"agent '{agent}' calls no model; do not pass a model",
+                field="model",
+                expected="no model",
+                found=model,
             )
         return
     if model is None:

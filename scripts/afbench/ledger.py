@@ -58,7 +58,11 @@ def read_entries(ledger: Path) -> list[dict]:
             entry = None
         if not isinstance(entry, dict) or entry.get("event") not in ("start", "finish", "refused"):
             raise AfbenchError(
-                "not a cost-ledger entry", file=str(ledger), row=number, found=line[:200]
+                "not a cost-ledger entry",
+                file=str(ledger),
+                row=number,
+                expected="one JSON object per line, as afbench writes them",
+                found=line[:200],
             )
         entries.append(entry)
     return entries

@@ -561,6 +561,7 @@ def _check_distinct(imports: list[dict]) -> None:
             raise AfbenchError(
                 f"comparison refused: model '{slug}' is given twice; compare each model once",
                 field="model",
+                expected="each model once",
                 found=slug,
             )
         slugs[slug] = 1
@@ -570,6 +571,7 @@ def _check_distinct(imports: list[dict]) -> None:
                 f"comparison refused: models '{files[digest]}' and '{slug}' are one results file "
                 f"(the same bytes, sha256 {digest}); compare each model once",
                 field="model",
+                expected="a results file of its own per model",
                 found=imp["file"],
             )
         files[digest] = slug
@@ -578,7 +580,9 @@ def _check_distinct(imports: list[dict]) -> None:
 def compare(imports: list[dict], strict_budget: bool) -> dict:
     """The comparison's validity; refused (an error) unless the imports are like for like."""
     if not imports:
-        raise AfbenchError("no models to compare")
+        raise AfbenchError(
+            "no models to compare", field="--import", expected="at least one model import"
+        )
     _check_distinct(imports)
     values = {field: {} for field in COMPARED_FIELDS}
     for imp in imports:
@@ -596,7 +600,10 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
             )
             problems.append(
                 Problem(
-                    f"comparison refused: models differ in {field}", field=field, found=str(shown)
+                    f"comparison refused: models differ in {field}",
+                    field=field,
+                    expected="one value for every model",
+                    found=str(shown),
                 )
             )
     raise_if(problems)

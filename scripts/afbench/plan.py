@@ -34,6 +34,7 @@ def check_repository(repository_dir: str | None, revision: str) -> Path:
         raise AfbenchError(
             "repository directory must be an absolute path",
             field="repository_dir",
+            expected="an absolute path (starting with /)",
             found=str(repository_dir),
         )
     if not path.is_dir():
@@ -118,6 +119,7 @@ def build_plan(
         raise AfbenchError(
             "selection names tasks the catalog lacks",
             field="task_ids",
+            expected="tasks of the catalog",
             found=", ".join(unknown[:20]),
         )
     harbor.check_agent(agent, model)

@@ -26,11 +26,19 @@ def observed(imports: list[dict]) -> dict:
     difference over sources."""
     if len(imports) != 2:
         raise AfbenchError(
-            "two model imports are needed", field="--import", found=f"{len(imports)} given"
+            "two model imports are needed",
+            field="--import",
+            expected="2 imports",
+            found=f"{len(imports)} given",
         )
     a, b = imports
     if a["model"] == b["model"]:
-        raise AfbenchError("the two models must differ", field="models", found=a["model"])
+        raise AfbenchError(
+            "the two models must differ",
+            field="models",
+            expected="two different models",
+            found=f"{a['model']} twice",
+        )
     if a["task_set_sha256"] != b["task_set_sha256"]:
         raise AfbenchError(
             f"models '{a['model']}' and '{b['model']}' were imported on different task sets",

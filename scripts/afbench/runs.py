@@ -10,13 +10,13 @@ from __future__ import annotations
 import math
 import os
 import stat
-import sys
 from pathlib import Path
 
 from . import fsutil, harbor
 from .budget import budget_audit
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import canonical_digest, canonical_json, check_name, parse_json_bytes
+from .progress import Progress
 
 CHECKS = ("target_equivalence", "allowed_axioms", "lean_kernel", "nanoda_replay")
 VERDICT_STATUSES = {"accepted": 1, "rejected": 0, "error": None}
@@ -172,7 +172,12 @@ def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
     doc = parse_json_input(data, file, "verdict")
     problems: list[Problem] = []
     if not isinstance(doc, dict):
-        raise AfbenchError("verdict must be a JSON object", file=file, found=type(doc).__name__)
+        raise AfbenchError(
+            "verdict must be a JSON object",
+            file=file,
+            expected="a JSON object",
+            found=_json_type(doc),
+        )
     status = doc.get("status")
     _expect(
         isinstance(status, str) and status in VERDICT_STATUSES,
@@ -352,7 +357,10 @@ def classify_trial(result: dict, file: str, *, verification_disabled: bool = Fal
     does not say."""
     if not isinstance(result, dict):
         raise AfbenchError(
-            "trial result must be a JSON object", file=file, found=_json_type(result)
+            "trial result must be a JSON object",
+            file=file,
+            expected="a JSON object",
+            found=_json_type(result),
         )
     verifier = _object(result.get("verifier_result"), file, "verifier_result")
     rewards = (
@@ -570,6 +578,7 @@ def _job(job_dir: str) -> dict:
             "n_attempts must be a whole number >= 1",
             file=file,
             field="n_attempts",
+            expected="a whole number >= 1",
             found=_json_type(n_attempts) if not isinstance(n_attempts, int) else n_attempts,
         )
     agents = doc.get("agents")
@@ -786,19 +795,27 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         raise AfbenchError("not a Harbor job directory (not a folder)", file=job_dir)
     job = _job(job_dir)
     names = _trial_folders(job_dir)
+    with Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/')) or job_dir}") as bar:
+        attempts = _read_trials(job, job_dir, names, bar)
+    _check_attempt_counts(job, attempts)
+    check_unique_trials(attempts)
+    return attempts
+
+
+def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> list[dict]:
+    """read_harbor_job's loop over the trial folders `names` of `job`."""
     prefix = job_dir.rstrip("/") + "/" if job_dir != "/" else "/"
     n_attempts, disabled = job["n_attempts"], job["verification_disabled"]
     fallback_job_id = job["job_id"]
     if fallback_job_id is None:
         fallback_job_id = f"job at {os.path.realpath(job_dir)}"
     read = fsutil.read_file_once
-    progress = Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/'))}")
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
     known: dict[str, dict] = {}  # repr of a trial's settings sections -> its configuration
     trial_ids: dict[str, str] = {}
     for name in names:
-        progress.step()
+        bar.advance()
         trial = prefix + name
         file = trial + "/result.json"
         data = read(file, "trial result.json", MAX_INPUT_BYTES, missing_ok=True)
@@ -910,9 +927,6 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         configuration = harbor_configuration(settings, info, n_attempts)
         configuration = configurations.setdefault(configuration["key"], configuration)
         attempt.update(_configuration_fields(configuration))
-    progress.done()
-    _check_attempt_counts(job, attempts)
-    check_unique_trials(attempts)
     return attempts
 
 
@@ -1177,9 +1191,11 @@ def summarize_run(
     outside = sorted({a["task_id"] for a in attempts} - set(selected))
     if outside:
         raise AfbenchError(
-            f"{len(outside)} trial task(s) are not in selection "
-            f"'{selection['name']}': {', '.join(outside[:20])}",
+            f"{len(outside)} trial task(s) are not in selection '{selection['name']}'",
             field="selection",
+            expected=f"tasks of selection '{selection['name']}'",
+            found=", ".join(outside[:20])
+            + (f" and {len(outside) - 20} more" if len(outside) > 20 else ""),
         )
     groups: dict[str, list[dict]] = {}
     details: dict[str, dict] = {}
@@ -1224,28 +1240,6 @@ def summarize_run(
         "configurations": configurations,
     }
     return summary, rows
-
-
-class Progress:
-    """A one-line progress bar on stderr for large imports (only on a terminal)."""
-
-    def __init__(self, total: int, label: str) -> None:
-        self.total, self.label, self.count = total, label, 0
-        self.enabled = total >= 1000 and sys.stderr.isatty()
-
-    def step(self) -> None:
-        self.count += 1
-        if self.enabled and (self.count % 500 == 0 or self.count == self.total):
-            width = 30
-            filled = width * self.count // self.total
-            sys.stderr.write(
-                f"\r{self.label} [{'#' * filled}{'.' * (width - filled)}] {self.count}/{self.total}"
-            )
-            sys.stderr.flush()
-
-    def done(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
 
 
 OUTCOME_COLUMNS = [

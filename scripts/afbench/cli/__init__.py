@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import functools
+import re
 import signal
 import sys
 
@@ -28,10 +29,21 @@ DESCRIPTION = (
 )
 
 
+QUIET_HELP = (
+    "say nothing on success: no line per file written, no progress bar (warnings and errors "
+    "are still shown)"
+)
+
+
+_CHOICE = re.compile(r"invalid choice: (.*) \(choose from (.*)\)$", re.S)
+
+
 class Parser(argparse.ArgumentParser):
-    """argparse, with its refusals in afbench's one-line form (usage is in --help)."""
+    """argparse, with its refusals in afbench's one-line form (usage is in --help), a value
+    out of a flag's choices said as what was expected and what was found."""
 
     def error(self, message: str):  # type: ignore[override]
+        message = _CHOICE.sub(r"expected one of \2, found \1", message)
         self.exit(
             2,
             printable(f"afbench: error: {self.prog}: {message} (see {self.prog} --help)", 4000)
@@ -74,6 +86,7 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
         p.set_defaults(handler=guarded(command.run))
         if wanted(*words):
             command.arguments(p)
+            p.add_argument("--quiet", action="store_true", help=QUIET_HELP)
 
     for name, command in COMMANDS.items():
         add(sub, name, command, name)
@@ -105,16 +118,25 @@ def words(argv: list[str]) -> list[str]:
 
 
 def guarded(run):
-    """A command's body, run with its declared files checked and kept apart (fsutil)."""
+    """A command's body, run with its declared files checked and kept apart (fsutil), each
+    unit it writes named in one line on standard error (cli.say), and progress bars on a
+    terminal; neither with --quiet."""
 
     @functools.wraps(run)
     def handler(args: argparse.Namespace):
+        from .. import progress
         from ..fsutil import command_files
+        from .say import listener
         from .types import declared_files
 
+        quiet = bool(getattr(args, "quiet", False))
         inputs, outputs, trees, folders = declared_files(vars(args))
-        with command_files(inputs, outputs, trees, folders):
-            return run(args)
+        shown = progress.show(not quiet)
+        try:
+            with command_files(inputs, outputs, trees, folders, listener(quiet)):
+                return run(args)
+        finally:
+            progress.show(shown)
 
     return handler
 

@@ -59,7 +59,10 @@ def compare_models(
         [_cell(letters_text(row[c]) if c == "letters" else row[c]) for c in LEADERBOARD_COLUMNS]
         for row in result["leaderboard"]
     ]
-    write_outputs([csv_output(board, LEADERBOARD_COLUMNS, rows), json_output(summary, result)])
+    write_outputs(
+        [csv_output(board, LEADERBOARD_COLUMNS, rows), json_output(summary, result)],
+        about=result,
+    )
     return published_warnings(result["published"])
 
 
@@ -108,7 +111,7 @@ def import_run(
     attempts = [a for folder in folders for a in reader(Path(folder))]
     summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
     exported = read_record(task_checksums, TASK_CHECKSUMS) if task_checksums else None
-    summary = certify_run(summary, attempts, kind, exported)
+    summary = {**record(RUN_SUMMARY), **certify_run(summary, attempts, kind, exported)}
     write_outputs(
         [
             csv_output(
@@ -121,8 +124,9 @@ def import_run(
                 OUTCOME_COLUMNS,
                 ([r[c] for c in OUTCOME_COLUMNS] for r in rows),
             ),
-            json_output(outputs["summary"], {**record(RUN_SUMMARY), **summary}),
-        ]
+            json_output(outputs["summary"], summary),
+        ],
+        about=summary,
     )
 
 
@@ -195,7 +199,10 @@ def render_figures(
     analysis = analyse(summary, [imp for _, imp in imports], catalog, [], confidence)
     _figures_asked(figure_paths, analysis)
     figures = make_figures(analysis)
-    write_outputs([(figure_paths[name], svg.encode()) for name, svg in figures.items()])
+    write_outputs(
+        [(figure_paths[name], svg.encode()) for name, svg in figures.items()],
+        about=f"figures: {len(figures)} drawn",
+    )
 
 
 def _read_figure(path: Path) -> str:
@@ -255,12 +262,14 @@ def render_report(
     else:
         _figures_asked(figure_paths, analysis)
         figures = {name: _read_figure(path) for name, path in figure_paths.items()}
+    analysis = {**analysis, "provenance": provenance}
     write_outputs(
         [
             *drawn,
-            json_output(analysis_path, {**analysis, "provenance": provenance}),
+            json_output(analysis_path, analysis),
             (Path(html), render(analysis, provenance, figures).encode()),
-        ]
+        ],
+        about=analysis,
     )
 
 
@@ -274,7 +283,7 @@ def plan_power(settings: dict, imports: list[dict], output: Path | None) -> None
     release = imports[0]["release"] if imports else None
     result = plan(**settings, models=models, release=release)
     if output is not None:
-        write_outputs([json_output(output, result)])
+        write_outputs([json_output(output, result)], about=result)
     print(result["line"])
 
 
@@ -285,7 +294,7 @@ def discover_into(config: dict, checkout: Path, discovery: Path, fragment: Path)
     from ..discover import discover
 
     report, fragment_bytes, warnings, problems = discover(config, checkout)
-    write_outputs([json_output(discovery, report), (Path(fragment), fragment_bytes)])
+    write_outputs([json_output(discovery, report), (Path(fragment), fragment_bytes)], about=report)
     if problems:
         raise AfbenchError(problems=problems)
-    return [*warnings, f"wrote {fragment} (review it, then merge it into config)"]
+    return warnings

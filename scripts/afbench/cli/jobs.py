@@ -73,11 +73,18 @@ def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, st
                 found=field,
             )
         if field in mapping:
-            raise AfbenchError("field mapped twice", field=flag, found=field)
+            raise AfbenchError(
+                "field mapped twice", field=flag, expected="each field once", found=field
+            )
         mapping[field] = column
     missing = sorted(fields - set(mapping))
     if missing:
-        raise AfbenchError("fields without a column", field=flag, found=", ".join(missing))
+        raise AfbenchError(
+            "fields without a column",
+            field=flag,
+            expected=f"every one of {sorted(fields)}",
+            found=f"no column for {', '.join(missing)}",
+        )
     return mapping
 
 
@@ -95,8 +102,10 @@ def _build_demo_upstream_args(p):
 
 def build_demo_upstream(args):
     from ..demo import build_repository
+    from ..fsutil import say
 
-    build_repository(args.release_files, args.output)
+    commit = build_repository(args.release_files, args.output)
+    say(f"demo repository: commit {commit}", [args.output])
 
 
 def _source(p: argparse.ArgumentParser) -> None:
@@ -271,7 +280,12 @@ def discover_release(args):
     for key, value in args.column:
         kind, _, field = key.partition(".")
         if kind not in columns or not field:
-            raise AfbenchError("not KIND.FIELD", field="--column", found=key)
+            raise AfbenchError(
+                "not KIND.FIELD",
+                field="--column",
+                expected=f"KIND.FIELD=COLUMN, KIND one of {sorted(columns)}",
+                found=key,
+            )
         columns[kind].append((field, value))
     files = [*args.pin, *args.skip]
     config = {
@@ -430,7 +444,10 @@ def _published(args: argparse.Namespace) -> dict:
     for slug, count in args.published_passes:
         if slug in passes:
             raise AfbenchError(
-                "a model's count is given twice", field="--published-passes", found=slug
+                "a model's count is given twice",
+                field="--published-passes",
+                expected="each model once",
+                found=slug,
             )
         passes[slug] = count
     over: dict[str, list[float]] = {}

@@ -119,7 +119,16 @@ def _check_receipt_pins(receipt: dict, receipt_path: str, config: dict, keys: li
     entries = {e["key"]: e for e in receipt["files"]}
     for key in keys:
         spec = file_for(config, key)
-        found = entries.get(key, {}).get("actual_sha256")
+        if key not in entries:
+            raise AfbenchError(
+                f"the receipt has no '{key}': that file was not fetched into this folder",
+                file=receipt_path,
+                field="files",
+                expected=f"'{key}' among the fetched files (afbench fetch --all-models, or "
+                f"--model {key})",
+                found=", ".join(sorted(entries)),
+            )
+        found = entries[key]["actual_sha256"]
         if found != spec.sha256:
             raise AfbenchError(
                 f"the receipt's '{key}' is not the file config pins; fetch it again",
@@ -184,7 +193,9 @@ def _models(args: argparse.Namespace, config: dict) -> list[str]:
         if not config["models"][slug]["sha256"]:
             raise missing_pin_error(config, slug)
         if slug in slugs:
-            raise AfbenchError("a model is listed twice", field="--model", found=slug)
+            raise AfbenchError(
+                "a model is listed twice", field="--model", expected="each model once", found=slug
+            )
         slugs.append(slug)
     return slugs
 
@@ -376,10 +387,13 @@ def import_results(args):
         summary = summarize(
             compared, args.strict_budget, published_facts(config), args.strict_published
         )
-        head, tail = json_around(record(OFFICIAL_REFERENCE, summary=summary, models=[]), "models")
+        reference = record(OFFICIAL_REFERENCE, summary=summary, models=[])
+        head, tail = json_around(reference, "models")
         spool.seek(0)
         atomic_write_bytes(
-            args.output, itertools.chain([head], iter(lambda: spool.read(1 << 20), b""), [tail])
+            args.output,
+            itertools.chain([head], iter(lambda: spool.read(1 << 20), b""), [tail]),
+            about=reference,
         )
     return published_warnings(summary["published"])
 
@@ -393,7 +407,7 @@ def _verdict_args(p):
 
 
 def verdict(args):
-    from ..fsutil import path_text, read_regular_file, sha256_bytes
+    from ..fsutil import path_text, read_regular_file, say, sha256_bytes
     from ..records import VERDICT, record
     from ..runs import parse_verdict
 
@@ -407,6 +421,7 @@ def verdict(args):
         _write_json(args.output, result)
     else:
         print(json.dumps(result, indent=2, ensure_ascii=False))
+        say(result, ["standard output"])
 
 
 # --- the other user commands ------------------------------------------------------------------
@@ -680,8 +695,11 @@ def _demo_repo_args(p):
 
 def demo_repo(args):
     from ..demo import build_repository
+    from ..fsutil import say
 
-    print(build_repository(args.release_files, args.out), file=sys.stdout)
+    commit = build_repository(args.release_files, args.out)
+    print(commit, file=sys.stdout)
+    say(f"demo repository: commit {commit}", [args.out])
 
 
 COMMANDS: dict[str, Command] = {
