@@ -43,9 +43,9 @@ test: setup
 	$(ACTIVATE) python -m pytest
 
 # unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker, browser or full-scale inputs):
-# for iteration
+# for iteration, spread over the machine's cores (pytest-xdist)
 test-fast: setup
-	$(ACTIVATE) python -m pytest -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
+	$(ACTIVATE) python -m pytest -n auto -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
 
 lint: setup
 	$(BIN)/ruff check scripts tests bench
