@@ -315,10 +315,23 @@ def _candidates():
             yield distance, (round(dx, 3), round(dy, 3)), ha, va
 
 
-def _clear(box, frame, taken) -> bool:
-    """Whether a label box lies inside the frame and touches none of the boxes taken."""
-    inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
-    return inside and not any(box.overlaps(other) for other in taken)
+def _clear(box: tuple, frame: tuple, taken: list[tuple]) -> bool:
+    """Whether a label box (x0, y0, x1, y1, each box ordered) lies inside the frame and touches
+    none of the boxes taken: Bbox.contains and Bbox.overlaps over plain tuples, edges included
+    (tens of thousands of checks at 45 models)."""
+    x0, y0, x1, y1 = box
+    if not (frame[0] <= x0 and x1 <= frame[2] and frame[1] <= y0 and y1 <= frame[3]):
+        return False
+    return not any(x0 <= b[2] and b[0] <= x1 and y0 <= b[3] and b[1] <= y1 for b in taken)
+
+
+def _extents(box) -> tuple[float, float, float, float]:
+    x0, y0, x1, y1 = box.extents
+    return min(x0, x1), min(y0, y1), max(x0, x1), max(y0, y1)
+
+
+def _padded(box: tuple, pad: float) -> tuple[float, float, float, float]:
+    return box[0] - pad, box[1] - pad, box[2] + pad, box[3] + pad
 
 
 def place_labels(
@@ -334,33 +347,40 @@ def place_labels(
     half = MARKER_AREA**0.5 / 2 + LABEL_PAD
     line = {"arrowstyle": "-", "color": "#7f8c8d", "lw": 0.5, "shrinkA": 0, "shrinkB": 3}
     with svg_layout(fig) as renderer:
-        frame = ax.get_window_extent(renderer).padded(-LABEL_PAD)
+        frame = _extents(ax.get_window_extent(renderer).padded(-LABEL_PAD))
         points = [tuple(ax.transData.transform(xy)) for _, xy in labels]
-        taken = [Bbox.from_extents(x - half, y - half, x + half, y + half) for x, y in points]
-        taken.append(legend.get_window_extent(renderer).padded(LABEL_PAD))
+        taken = [(x - half, y - half, x + half, y + half) for x, y in points]
+        taken.append(_padded(_extents(legend.get_window_extent(renderer)), LABEL_PAD))
         paths = [drawn.get_transform().transform_path(drawn.get_path()) for drawn in lines]
         probe = ax.annotate("", (0, 0), xytext=(0, 0), textcoords="offset points", fontsize=7)
         left = []
         for (label, xy), point in zip(labels, points, strict=True):
             probe.set_text(label)
             probe.xy = xy
+            probe.xyann = (0, 0)
+            # at 72 dpi an offset of (dx, dy) points moves the box by (dx, dy) display units:
+            # the label is measured once per alignment, and each candidate is that box moved
+            at_point: dict[tuple[str, str], tuple] = {}
             place = None  # the nearest clear place, the nearest off the lines too if any
-            for distance, offset, ha, va in _candidates():
-                probe.xyann = offset
-                probe.set_horizontalalignment(ha)
-                probe.set_verticalalignment(va)
-                box = text_box(probe, renderer)
+            for distance, (dx, dy), ha, va in _candidates():
+                if (ha, va) not in at_point:
+                    probe.set_horizontalalignment(ha)
+                    probe.set_verticalalignment(va)
+                    at_point[ha, va] = _extents(text_box(probe, renderer))
+                x0, y0, x1, y1 = at_point[ha, va]
+                box = (x0 + dx, y0 + dy, x1 + dx, y1 + dy)
                 if _clear(box, frame, taken):
-                    crossed = any(path.intersects_bbox(box, filled=False) for path in paths)
+                    drawn_box = Bbox.from_extents(*box)
+                    crossed = any(path.intersects_bbox(drawn_box, filled=False) for path in paths)
                     if place is None or not crossed:
-                        place = (box, distance, offset, ha, va)
+                        place = (box, distance, (dx, dy), ha, va)
                     if not crossed:
                         break
             if place is None:
                 left.append((label, xy, point))
                 continue
             box, distance, offset, ha, va = place
-            taken.append(box.padded(LABEL_PAD))
+            taken.append(_padded(box, LABEL_PAD))
             ax.annotate(
                 label,
                 xy,
@@ -372,7 +392,7 @@ def place_labels(
                 arrowprops=None if distance <= NEAR else line,
             )
         probe.remove()
-        column = frame.x1 + LABEL_PAD + 12
+        column = frame[2] + LABEL_PAD + 12
         stacked, below = [], None
         for label, xy, (x, y) in sorted(left, key=lambda item: (-item[2][1], item[0])):
             probe = ax.annotate(
@@ -384,7 +404,7 @@ def place_labels(
             below = at - height / 2 - LABEL_PAD
             stacked.append((label, xy, (x, y), at))
         # a column longer than the axes rises above them rather than reach the x tick labels
-        rise = max(0, frame.y0 - below) if below is not None else 0
+        rise = max(0, frame[1] - below) if below is not None else 0
         for label, xy, (x, y), at in stacked:
             ax.annotate(
                 label,
