@@ -305,3 +305,21 @@ def test_outcomes_are_read_by_layout_and_a_repeated_key_is_refused(written, tmp_
         read_outcomes(path)
     value = written_import.replace(b'"stop_reason": "solved"', b'"stop_reason": "solved, fine"', 1)
     assert _outcomes_as_written(value, "f") == strictly(value)  # a value changed: still fast
+
+
+def test_success_bits_follow_task_ids_whatever_the_record_order():
+    """reduced() reuses the ranking of the import before when the records' keys are the same:
+    an import in another order, or of other tasks, must still get its own ranking."""
+    from afbench.official import Outcomes, reduced
+
+    def bits(pairs: list[tuple[str, bool]]) -> int:
+        keys = [f'{task}", "source_id": "s'.encode() for task, _ in pairs]
+        return reduced(Outcomes.from_keys({}, keys, [ok for _, ok in pairs]))["success_bits"]
+
+    ordered = [("t1", True), ("t2", False), ("t3", True), ("t4", True)]
+    assert bits(ordered) == 0b1101  # bit i is the i-th task id in sorted order
+    assert bits(ordered) == 0b1101  # the same keys again: the ranking reused
+    assert bits(ordered[::-1]) == 0b1101
+    assert bits([("t3", True), ("t1", False), ("t2", False), ("t4", False)]) == 0b0100
+    assert bits([("b", True), ("a", False)]) == 0b10
+    assert bits([]) == 0
