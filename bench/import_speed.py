@@ -29,29 +29,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "work" / "import-speed"
 PHASES = ("catalog", "results", "summary", "json")
-MANIFEST_FIELDS = (
-    "task_id",
-    "source_id",
-    "source_ref",
-    "target_declaration",
-    "n_obligations",
-    "workspace",
-)
-RESULT_FIELDS = (
-    "task_id",
-    "source_id",
-    "target_declaration",
-    "n_obligations",
-    "success",
-    "obligations_accepted",
-    "cost_usd",
-    "stop_reason",
-    "source_condition",
-    "scaffold",
-    "tools",
-    "stopping_policy",
-    "finished_at",
-)
 RELEASE = {
     "name": "bench",
     "repository": "bench/bench",
@@ -65,6 +42,8 @@ def build_release() -> dict:
     """The release, written to WORK; returns what a child needs to know about it."""
     sys.path.insert(0, str(REPO / "scripts"))
     from afbench import demo
+    from afbench.catalog import MANIFEST_FIELDS, SOURCES_FIELDS
+    from afbench.official import RESULT_FIELDS
 
     started = time.perf_counter()
     files = demo.generate_release(TASK_SCALE, MODEL_SCALE)
@@ -79,6 +58,12 @@ def build_release() -> dict:
         "sha256": {rel: hashlib.sha256(data).hexdigest() for rel, data in files.items()},
         "bytes": sum(len(data) for data in files.values()),
         "generate_s": seconds,
+        # the headers this tree's demo writes: each side's config maps every column to itself
+        "fields": {
+            "manifest": list(MANIFEST_FIELDS),
+            "sources": list(SOURCES_FIELDS),
+            "results": list(RESULT_FIELDS),
+        },
     }
     (WORK / "release.json").write_text(json.dumps(info))
     return info
@@ -127,14 +112,7 @@ def child(scripts: str) -> None:
     assert Path(catalog_module.__file__).is_relative_to(scripts), catalog_module.__file__
     info = json.loads((WORK / "release.json").read_text())
     release = WORK / "release"
-    columns = {
-        kind: {field: field for field in fields}
-        for kind, fields in {
-            "manifest": MANIFEST_FIELDS,
-            "sources": ("source_id", "title", "authors", "license", "n_tasks"),
-            "results": RESULT_FIELDS,
-        }.items()
-    }
+    columns = {kind: {field: field for field in fields} for kind, fields in info["fields"].items()}
     names = {"manifest": "MANIFEST.csv", "sources": "SOURCES.csv"}
     sha = info["sha256"]
     counts = {"tasks": 341 * TASK_SCALE, "sources": 24, "obligations": 1155 * TASK_SCALE}
@@ -238,8 +216,9 @@ def main() -> None:
         return
     args = [a for a in sys.argv[1:] if a != "--reuse"]
     ref = args[0] if args else "main"
-    if "--reuse" in sys.argv and (WORK / "release.json").exists():
-        info = json.loads((WORK / "release.json").read_text())
+    reused = WORK / "release.json"
+    info = json.loads(reused.read_text()) if "--reuse" in sys.argv and reused.exists() else {}
+    if "fields" in info:  # a release.json of an older bench lacks them: built again
         for stale in WORK.glob("old-*"):
             shutil.rmtree(stale)
     else:
