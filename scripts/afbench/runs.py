@@ -898,12 +898,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
                 "trial_dir": trial,
                 "task_checksum": checksum,
                 "verifier": _verifier_settings(config, file, job["verification_disabled"]),
-                "configuration": configuration["label"],
-                "agent": configuration["agent"],
-                "agent_version": configuration["agent_version"],
-                "model": configuration["model"],
-                "configuration_details": configuration["details"],
-                "identity": None,
+                **_configuration_fields(configuration),
             }
         )
     for attempt, settings in pending:
