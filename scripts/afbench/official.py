@@ -208,6 +208,11 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
     empty = per_distinct(stop, lambda reason: not reason.strip())
     solved = per_distinct(stop, lambda reason: reason == "solved")
     won_all = [won is True for won in success]
+
+    def short_success(i: int, got: int, total: int) -> None:
+        rule = "a success needs every obligation accepted"
+        bad(numbers[i], 9, "obligations_accepted", rule, total, got)
+
     if True in empty or solved != won_all or None in success or None in accepted:
         for i, (won, reason, got, total) in enumerate(zip(success, stop, accepted, n, strict=True)):
             if empty[i]:
@@ -222,25 +227,11 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
                     reason,
                 )
             if won and got is not None and got != total:
-                bad(
-                    numbers[i],
-                    9,
-                    "obligations_accepted",
-                    "a success needs every obligation accepted",
-                    total,
-                    got,
-                )
+                short_success(i, got, total)
     elif accepted != n:  # every row is a clean true/false, so only a short success is left
         for i, (won, got, total) in enumerate(zip(won_all, accepted, n, strict=True)):
             if won and got != total:
-                bad(
-                    numbers[i],
-                    9,
-                    "obligations_accepted",
-                    "a success needs every obligation accepted",
-                    total,
-                    got,
-                )
+                short_success(i, got, total)
     finished = _finished_column(column["finished_at"], numbers, found, 10, file)
 
     # file-level: every MANIFEST task present, the constant columns constant
