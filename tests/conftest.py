@@ -161,6 +161,79 @@ def job(*argv: str):
     return afbench("job", *argv)
 
 
+VERDICTS = {
+    "demo_s01_t001": "accepted",
+    "demo_s01_t002": "rejected",
+    "demo_s01_t003": "error",
+}  # the verdict run add_local_runs imports
+
+
+def verdict(task_id: str, status: str) -> dict:
+    """A verifier verdict of the format `afbench verdict` and verdict-folder runs read."""
+    ok = status == "accepted"
+    return {
+        "task_id": task_id,
+        "status": status,
+        "obligations": [
+            {"declaration": "D.x", "status": "accepted" if ok else "rejected", "detail": ""}
+        ],
+        "checks": {
+            "target_equivalence": True,
+            "allowed_axioms": True,
+            "lean_kernel": ok,
+            "nanoda_replay": ok,
+        },
+        "error": {"kind": "timeout", "message": "verifier timed out"}
+        if status == "error"
+        else None,
+        "verifier": {"name": "comparator", "version": "1.0"},
+    }
+
+
+def add_local_runs(base: Path, rev: Path) -> tuple[list[Path], list[str], Path]:
+    """Two local runs under rev/runs/, imported as the pipeline's import_run does: the Harbor
+    0.22.0 fixture jobs (harbor-fixtures, on a selection of their own task ids) and a verdict
+    folder on three demo tasks (verdicts-three, VERDICTS). Returns the fixture jobs, their task
+    ids and their selection."""
+    from afbench.records import SELECTION, record
+
+    catalog = rev / "tasks/catalog.json"
+    jobs = sorted(FIXTURES.iterdir())
+    tasks = sorted({t.name.split("__")[0] for j in jobs for t in j.iterdir() if t.is_dir()})
+    selection = base / "fixture-selection.json"
+    selection.write_text(
+        json.dumps(
+            record(
+                SELECTION,
+                name="harbor-fixtures",
+                release=json.loads(catalog.read_text())["release"],
+                selection_sha256="0" * 64,
+                task_ids=tasks,
+            )
+        )
+    )
+    afbench(
+        *["import-run", "--selection", selection, "--name", "harbor-fixtures"],
+        *["--kind", "harbor", *[arg for j in jobs for arg in ("--path", j)]],
+        *["--output-dir", rev / "runs/harbor-fixtures"],
+    )
+    three = rev / "tasks/selections/three.json"
+    job(
+        *["select-tasks", f"--catalog={catalog}", "--name=three"],
+        *[f"--task={t}" for t in VERDICTS],
+        f"--output={three}",
+    )
+    folder = base / "verdicts"
+    folder.mkdir()
+    for task, status in VERDICTS.items():
+        (folder / f"{task}.json").write_text(json.dumps(verdict(task, status)))
+    afbench(
+        *["import-run", "--selection", three, "--name", "verdicts-three"],
+        *["--kind", "verdicts", "--path", folder, "--output-dir", rev / "runs/verdicts-three"],
+    )
+    return jobs, tasks, selection
+
+
 def source_flags(cfg: dict) -> list[str]:
     source = cfg["source"]
     location = source[{"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]]

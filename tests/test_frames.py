@@ -20,9 +20,18 @@ import pytest
 import afbench.frames as af
 from afbench.cli import build_parser, main
 from afbench.errors import AfbenchError
-from afbench.records import SELECTION, record
 
-from conftest import FIXTURES, REPO, afbench, config_for, run_all, write_tree
+from conftest import (
+    FIXTURES,
+    REPO,
+    VERDICTS,
+    add_local_runs,
+    afbench,
+    config_for,
+    run_all,
+    verdict,
+    write_tree,
+)
 
 # The README's example (section "Results as DataFrames"), run as written by the test below.
 README_EXAMPLE = """\
@@ -43,32 +52,6 @@ tasks = af.tasks(root)
 unsolved = results[~results.success].merge(tasks[["task_id", "source_ref"]], on="task_id")
 unsolved.nlargest(5, "cost_usd")[["model", "task_id", "source_ref", "cost_usd", "stop_reason"]]
 """
-VERDICTS = {
-    "demo_s01_t001": "accepted",
-    "demo_s01_t002": "rejected",
-    "demo_s01_t003": "error",
-}
-
-
-def verdict(task_id: str, status: str) -> dict:
-    ok = status == "accepted"
-    return {
-        "task_id": task_id,
-        "status": status,
-        "obligations": [
-            {"declaration": "D.x", "status": "accepted" if ok else "rejected", "detail": ""}
-        ],
-        "checks": {
-            "target_equivalence": True,
-            "allowed_axioms": True,
-            "lean_kernel": ok,
-            "nanoda_replay": ok,
-        },
-        "error": {"kind": "timeout", "message": "verifier timed out"}
-        if status == "error"
-        else None,
-        "verifier": {"name": "comparator", "version": "1.0"},
-    }
 
 
 @pytest.fixture(scope="module")
@@ -85,63 +68,7 @@ def demo(tmp_path_factory, release_files, demo_yaml) -> Path:
         demo_yaml,
     )
     rev = run_all(cfg)
-    catalog = rev / "tasks/catalog.json"
-    # a run of Harbor 0.22.0 fixture jobs, on a selection of their (non-demo) task ids
-    jobs = sorted(FIXTURES.iterdir())
-    fixture_tasks = sorted({t.name.split("__")[0] for j in jobs for t in j.iterdir() if t.is_dir()})
-    selection = base / "fixture-selection.json"
-    selection.write_text(
-        json.dumps(
-            record(
-                SELECTION,
-                name="harbor-fixtures",
-                release=json.loads(catalog.read_text())["release"],
-                selection_sha256="0" * 64,
-                task_ids=fixture_tasks,
-            )
-        )
-    )
-    afbench(
-        "import-run",
-        "--selection",
-        selection,
-        "--name",
-        "harbor-fixtures",
-        "--kind",
-        "harbor",
-        *[arg for job in jobs for arg in ("--path", job)],
-        "--output-dir",
-        rev / "runs/harbor-fixtures",
-    )
-    # a verdict-folder run on three demo tasks
-    three = rev / "tasks/selections/three.json"
-    afbench(
-        "job",
-        "select-tasks",
-        "--catalog",
-        catalog,
-        "--name=three",
-        *[a for t in VERDICTS for a in ("--task", t)],
-        "--output",
-        three,
-    )
-    folder = base / "verdicts"
-    folder.mkdir()
-    for task, status in VERDICTS.items():
-        (folder / f"{task}.json").write_text(json.dumps(verdict(task, status)))
-    afbench(
-        "import-run",
-        "--selection",
-        three,
-        "--name",
-        "verdicts-three",
-        "--kind",
-        "verdicts",
-        "--path",
-        folder,
-        "--output-dir",
-        rev / "runs/verdicts-three",
-    )
+    add_local_runs(base, rev)
     return rev
 
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from conftest import (
-    FIXTURES,
     REPO,
+    add_local_runs,
     afbench,
     config_for,
     demo_revision,
@@ -165,7 +165,7 @@ def test_report_refuses_numbers_older_than_their_pin(dir_config):
     from afbench.errors import AfbenchError
     from afbench.fsutil import sha256_bytes
 
-    from conftest import afbench, fetch_release, import_model, published_flags, release_dir
+    from conftest import fetch_release, import_model, published_flags, release_dir
 
     rev = run_all(dir_config)
     target = Path(dir_config["source"]["mirror"]) / "results/demo-model-a.csv"
@@ -289,22 +289,6 @@ def wide_display_names(slugs: list[str], base: dict) -> dict[str, str]:
     return names
 
 
-def verdict(task_id: str, status: str) -> dict:
-    ok = status == "accepted"
-    return {
-        "task_id": task_id,
-        "status": status,
-        "obligations": [{"declaration": "D.x", "status": "accepted" if ok else "rejected"}],
-        "checks": dict.fromkeys(
-            ("target_equivalence", "allowed_axioms", "lean_kernel", "nanoda_replay"), ok
-        ),
-        "error": {"kind": "timeout", "message": "verifier timed out"}
-        if status == "error"
-        else None,
-        "verifier": {"name": "comparator", "version": "1.0"},
-    }
-
-
 @pytest.fixture(scope="module")
 def wide_report(tmp_path_factory, demo_yaml) -> Path:
     """The report of 45 models (the demo generator's scaled release), with a local run of the
@@ -312,7 +296,7 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     naming them) with its cost ledger."""
     from afbench import demo, ledger
     from afbench.cli.actions import render_report
-    from afbench.records import SELECTION, TRIAL_RECEIPT, record
+    from afbench.records import TRIAL_RECEIPT, record
 
     base = tmp_path_factory.mktemp("wide")
     files = demo.generate_release(1, 5)
@@ -329,58 +313,7 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     rev = run_all(cfg)
     catalog = rev / "tasks/catalog.json"
     release = json.loads(catalog.read_text())["release"]
-    jobs = sorted(FIXTURES.iterdir())
-    tasks = sorted({t.name.split("__")[0] for j in jobs for t in j.iterdir() if t.is_dir()})
-    selection = base / "fixtures.json"
-    selection.write_text(
-        json.dumps(
-            record(
-                SELECTION,
-                name="harbor-fixtures",
-                release=release,
-                selection_sha256="0" * 64,
-                task_ids=tasks,
-            )
-        )
-    )
-    afbench(
-        "import-run",
-        "--selection",
-        selection,
-        "--name",
-        "harbor-fixtures",
-        "--kind",
-        "harbor",
-        *[a for j in jobs for a in ("--path", j)],
-        "--output-dir",
-        rev / "runs/harbor-fixtures",
-    )
-    three = rev / "tasks/selections/three.json"
-    verdicts = {"demo_s01_t001": "accepted", "demo_s01_t002": "rejected", "demo_s01_t003": "error"}
-    job(
-        "select-tasks",
-        f"--catalog={catalog}",
-        "--name=three",
-        *[f"--task={t}" for t in verdicts],
-        f"--output={three}",
-    )
-    folder = base / "verdicts"
-    folder.mkdir()
-    for task, status in verdicts.items():
-        (folder / f"{task}.json").write_text(json.dumps(verdict(task, status)))
-    afbench(
-        "import-run",
-        "--selection",
-        three,
-        "--name",
-        "verdicts-three",
-        "--kind",
-        "verdicts",
-        "--path",
-        folder,
-        "--output-dir",
-        rev / "runs/verdicts-three",
-    )
+    jobs, tasks, selection = add_local_runs(base, rev)
     # the executed run: one trial receipt per fixture job, as run-trial writes them, and the
     # live ledger those trials kept
     live, receipts = base / "jobs.ledger.jsonl", []
