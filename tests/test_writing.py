@@ -501,6 +501,15 @@ def _selection_for(tmp_path: Path, task_ids: list[str]) -> Path:
     return path
 
 
+def _import_harbor_job(tmp_path: Path, job: Path, task_ids: list[str], out: Path):
+    """`afbench import-run` of one Harbor job folder on a selection of `task_ids`."""
+    selection = _selection_for(tmp_path, task_ids)
+    return cli(
+        *["import-run", "--selection", selection, "--name", "r", "--kind", "harbor"],
+        *["--path", job, "--output-dir", out],
+    )
+
+
 def test_no_control_character_splits_a_csv_row_and_every_cell_reads_back(tmp_path):
     import afbench.frames as af
 
@@ -515,19 +524,7 @@ def test_no_control_character_splits_a_csv_row_and_every_cell_reads_back(tmp_pat
         reasons[doc["task_name"]] = reason
     tasks = sorted({json.loads(r.read_text())["task_name"] for r in results})
     out = tmp_path / "run"
-    code, err = cli(
-        "import-run",
-        "--selection",
-        _selection_for(tmp_path, tasks),
-        "--name",
-        "r",
-        "--kind",
-        "harbor",
-        "--path",
-        job,
-        "--output-dir",
-        out,
-    )
+    code, err = _import_harbor_job(tmp_path, job, tasks, out)
     assert code == 0, err
     for name, rows in (("attempts.csv", len(results)), ("outcomes.csv", len(tasks))):
         text = (out / name).read_text()
@@ -558,19 +555,7 @@ def test_an_integer_beyond_a_float_is_one_refusal(tmp_path):
     job = shutil.copytree(FIXTURES / "demo-nop", tmp_path / "job")
     result = next(job.glob("*/result.json"))
     result.write_text(result.read_text().replace('"cost_usd": null', '"cost_usd": 1' + "0" * 400))
-    code, err = cli(
-        "import-run",
-        "--selection",
-        _selection_for(tmp_path, ["hello-pass"]),
-        "--name",
-        "r",
-        "--kind",
-        "harbor",
-        "--path",
-        job,
-        "--output-dir",
-        tmp_path / "run",
-    )
+    code, err = _import_harbor_job(tmp_path, job, ["hello-pass"], tmp_path / "run")
     line = one_line(err)
     assert code == 2 and "beyond the range of a float" in line and str(result) in line, line
     verdict = tmp_path / "v.json"
@@ -652,19 +637,7 @@ def test_a_job_whose_facts_disagree_is_refused_naming_the_disagreement(tmp_path,
     change, message = EDITS[edit]
     change(job)
     tasks = sorted(EXPECTED_TASKS)
-    code, err = cli(
-        "import-run",
-        "--selection",
-        _selection_for(tmp_path, tasks),
-        "--name",
-        "r",
-        "--kind",
-        "harbor",
-        "--path",
-        job,
-        "--output-dir",
-        tmp_path / "run",
-    )
+    code, err = _import_harbor_job(tmp_path, job, tasks, tmp_path / "run")
     line = one_line(err)
     assert code == 2 and message in line, line
     assert not (tmp_path / "run").exists()
