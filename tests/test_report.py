@@ -113,27 +113,18 @@ def test_rerun_gives_byte_identical_artifacts(tmp_path, dir_config):
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.mark.browser
-@pytest.mark.skipif(
+# skipped where chromium is missing, but in CI, where its absence fails the test
+needs_chromium = pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"),
     reason="chromium not installed (.ci/run installs it)",
 )
+
+
+@pytest.mark.browser
+@needs_chromium
 def test_report_opens_in_headless_chromium(report_dir, tmp_path):
     assert CHROMIUM, "chromium must be installed in CI"
-    flags = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={tmp_path / 'profile'}",
-    ]
+    flags = chromium_flags(tmp_path / "profile")
     url = (report_dir / "index.html").as_uri()
     opened = subprocess.run(
         [*flags, "--enable-logging=stderr", "--v=0", "--dump-dom", url],
@@ -395,10 +386,7 @@ def test_the_wide_report_has_what_the_layout_test_needs(wide_report):
 
 
 @pytest.mark.browser
-@pytest.mark.skipif(
-    CHROMIUM is None and not os.environ.get("CI"),
-    reason="chromium not installed (.ci/run installs it)",
-)
+@needs_chromium
 @pytest.mark.parametrize("width", WIDTHS)
 def test_every_table_fits_its_card_with_no_sideways_scroll(wide_report, width, tmp_path):
     assert CHROMIUM, "chromium must be installed in CI"
