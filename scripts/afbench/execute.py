@@ -210,9 +210,9 @@ def run_steps(
         step = steps[name]
         env, source = step_environment(step, extra_env, pass_env)
         stated[name] = source
-        names = ", ".join(f"{k} ({v})" for k, v in sorted(source.items()))
+        listing = ", ".join(f"{k} ({v})" for k, v in sorted(source.items()))
         sys.stderr.write(f"afbench: {name}: {json.dumps(step['argv'])}\n")
-        sys.stderr.write(f"afbench: {name}: environment: {names}\n")
+        sys.stderr.write(f"afbench: {name}: environment: {listing}\n")
         sys.stderr.flush()
         try:
             done = subprocess.run(
@@ -259,20 +259,7 @@ def job_finished(job_dir: Path) -> bool:
 def _log(lock: Path, event: dict) -> None:
     """One line of the lock's log, written only while the lock is held (so on NFS too no two
     writers meet)."""
-    path = lock.with_name(lock.name + ".log")
-    who = {k: v for k, v in locking.whoami().items() if k != "since"}
-    line = json.dumps({**event, **who, "at": locking.now()}, sort_keys=True)
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(line + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-
-
-def lock_events(lock: Path) -> list[dict]:
-    path = lock.with_name(lock.name + ".log")
-    if not path.exists():
-        return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    locking.append_event(lock.with_name(lock.name + ".log"), event, mode=0o666)
 
 
 def running_elsewhere(locks: list[Path]) -> list[tuple[Path, dict]]:

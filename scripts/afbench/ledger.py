@@ -19,11 +19,10 @@ false`. What a trial spent before an interruption is not in Harbor's results and
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 from .errors import AfbenchError
-from .locking import held, now, whoami
+from .locking import append_event, held
 from .records import COST_LEDGER, TRIAL_RECEIPT, read_record, record
 
 NOTE = (
@@ -68,18 +67,6 @@ def read_entries(ledger: Path) -> list[dict]:
     return entries
 
 
-def _append(ledger: Path, entry: dict) -> dict:
-    entry = {**entry, **whoami(), "at": now()}
-    entry.pop("since", None)
-    fd = os.open(ledger, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    try:
-        os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    return entry
-
-
 def state(entries: list[dict]) -> dict:
     """Spent, the worst cases still open (started, not finished), and each job's last state."""
     last: dict[str, dict] = {}
@@ -116,9 +103,9 @@ def start(
                 f"{worst_case_usd:g} = USD {total:g} is over execute.max_cost_usd = "
                 f"{ceiling_usd:g}; not started"
             )
-            _append(ledger, {"event": "refused", **trial, "reason": reason})
+            append_event(ledger, {"event": "refused", **trial, "reason": reason})
             return reason
-        _append(ledger, {"event": "start", **trial, "worst_case_usd": worst_case_usd})
+        append_event(ledger, {"event": "start", **trial, "worst_case_usd": worst_case_usd})
     return None
 
 
@@ -130,7 +117,7 @@ def finish(
     reported = all(c is not None for c in costs)
     cost = sum(c if c is not None else (nominal if paid else 0.0) for c in costs)
     with held(_lock_path(ledger), poll_s=0.02):
-        return _append(
+        return append_event(
             ledger,
             {
                 "event": "finish",

@@ -35,6 +35,21 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def append_event(path: Path, entry: dict, mode: int = 0o644) -> dict:
+    """One JSON line appended to a log that only holders of its lock write (a trial's lock
+    log, a run's cost ledger), stamped with who wrote it and when, on disk before this returns
+    (one write of the whole line, then fsync). Returns the line's object."""
+    entry = {**entry, **whoami(), "at": now()}
+    entry.pop("since", None)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, mode)
+    try:
+        os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return entry
+
+
 def whoami() -> dict:
     """This process, as a lock's holder: host, pid, SLURM job id (or None), start time."""
     return {
