@@ -15,8 +15,6 @@ from pathlib import Path
 
 from .errors import AfbenchError
 
-VERSION = "0.22.0"
-
 # `harbor run -a NAME`: the agents the 0.22.0 wheel registers
 AGENTS = frozenset(
     {
@@ -224,9 +222,7 @@ def check_agent(agent: str, model: str | None) -> None:
 def check_environment_type(value: object, field: str = "plans.environment_type") -> str:
     """The `-e` value of `harbor run`: a Harbor 0.22.0 environment type or a custom environment's
     import path, so nothing else (e.g. `--help`) reaches the argv."""
-    if isinstance(value, str) and (
-        value in ENVIRONMENT_TYPES or (len(value) <= 500 and IMPORT_PATH.fullmatch(value))
-    ):
+    if isinstance(value, str) and (value in ENVIRONMENT_TYPES or is_import_path(value)):
         return value
     raise AfbenchError(
         "not a Harbor 0.22.0 environment type",
