@@ -1357,7 +1357,8 @@ def check_json_number(which: str, place: int, number: object) -> str:
     """A number at any place of a verdict or a Harbor file: refused with one message (an
     integer beyond a float among them), or read; never a traceback."""
     from afbench.errors import AfbenchError as _Error
-    from afbench.runs import parse_json_input, read_harbor_job
+    from afbench.fsutil import parse_json_bytes
+    from afbench.runs import read_harbor_job
 
     text_number = str(number) if isinstance(number, int) else json.dumps(number)
     if which == "verdict":
@@ -1385,7 +1386,7 @@ def check_json_number(which: str, place: int, number: object) -> str:
         doc = replace_at(doc, list(spots[place % len(spots)]), "@@N@@")
         file.write_text(json.dumps(doc).replace('"@@N@@"', text_number))
         try:
-            parse_json_input(file.read_bytes(), str(file), "x")
+            parse_json_bytes(file.read_bytes(), str(file), "x")
             read_harbor_job(job)
         except _Error as exc:
             assert_message_ok(exc)

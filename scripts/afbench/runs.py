@@ -83,13 +83,6 @@ def _list_dir(folder: Path, what: str) -> list[os.DirEntry]:
 # ----------------------------------------------------------------------------- JSON shapes
 
 
-def parse_json_input(data: bytes, file: str, what: str) -> object:
-    """Strict JSON (fsutil.parse_json_bytes): UTF-8, no duplicate key, no NaN or Infinity,
-    every number within a float's range, no lone surrogate escape (`\\ud800`, which would
-    break every UTF-8 artifact written from it)."""
-    return parse_json_bytes(data, file, what)
-
-
 def _utf8_path(path: str) -> str:
     """A path that lands in CSV and JSON artifacts must be valid UTF-8 (a name with undecodable
     bytes reaches Python as lone surrogates)."""
@@ -169,7 +162,7 @@ def _expect(
 
 def parse_verdict(data: bytes, file: str, task_id: str | None) -> dict:
     """A verifier verdict checked for shape and contradictions; reward 1 / 0 / null."""
-    doc = parse_json_input(data, file, "verdict")
+    doc = parse_json_bytes(data, file, "verdict")
     problems: list[Problem] = []
     if not isinstance(doc, dict):
         raise AfbenchError(
@@ -570,7 +563,7 @@ def _job(job_dir: str) -> dict:
     data = read_regular_file(file, "Harbor job config", required=False)
     if data is None:
         raise AfbenchError("not a Harbor job directory (no config.json)", file=job_dir)
-    doc = _object(parse_json_input(data, file, "Harbor job config"), file, "(top level)")
+    doc = _object(parse_json_bytes(data, file, "Harbor job config"), file, "(top level)")
     assert doc is not None
     n_attempts = doc.get("n_attempts", 1)
     if isinstance(n_attempts, bool) or not isinstance(n_attempts, int) or n_attempts < 1:
@@ -594,7 +587,7 @@ def _job(job_dir: str) -> dict:
     result_file = job_dir + "/result.json"
     data = read_regular_file(result_file, "Harbor job result", required=False)
     if data is not None:
-        result = parse_json_input(data, result_file, "Harbor job result")
+        result = parse_json_bytes(data, result_file, "Harbor job result")
         result = _object(result, result_file, "(top level)", nullable=False)
         job_id = _string(result.get("id"), result_file, "id")
     return {
@@ -608,6 +601,10 @@ def _job(job_dir: str) -> dict:
     }
 
 
+# the top-level keys of a trial config that hold settings (the rest are in its sections)
+_TOP_SETTINGS = tuple(key for key in harbor.TRIAL_SETTINGS if "." not in key)
+
+
 def _job_trial_config(job: dict, trial: str) -> dict:
     """For an incomplete trial without its own config.json: the job's settings, when the job
     has only one agent (otherwise the trial's configuration can not be told)."""
@@ -619,7 +616,7 @@ def _job_trial_config(job: dict, trial: str) -> dict:
             file=trial,
         )
     doc = job["doc"]
-    config = {k: doc[k] for k in harbor.TRIAL_SETTINGS if "." not in k and k in doc}
+    config = {k: doc[k] for k in _TOP_SETTINGS if k in doc}
     config["agent"] = agents[0]
     for name in ("environment", "verifier"):
         if name in doc:
@@ -647,7 +644,6 @@ def _trial_prefix(task_id: str) -> str:
 def _check_trial_facts(
     folder: str,
     file: str,
-    prefix: str,
     task_id: str,
     trial_name: str,
     config_trial_name: object,
@@ -661,7 +657,7 @@ def _check_trial_facts(
     if trial_name != folder:
         raise _disagree(
             file,
-            f"{prefix}trial_name",
+            "trial_name",
             "the trial folder's name is not its trial's name",
             folder,
             trial_name,
@@ -677,7 +673,7 @@ def _check_trial_facts(
     if not trial_name.startswith(_trial_prefix(task_id)):
         raise _disagree(
             file,
-            f"{prefix}trial_name",
+            "trial_name",
             f"the trial is not named after its task '{task_id}'",
             _trial_prefix(task_id) + "...",
             trial_name,
@@ -715,7 +711,7 @@ def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
             "job_id": job["job_id"],
             "settings": trial_settings(_job_trial_config(job, trial), job["file"], ""),
         }
-    doc = _object(parse_json_input(data, file, "trial config"), file, "(top level)")
+    doc = _object(parse_json_bytes(data, file, "trial config"), file, "(top level)")
     assert doc is not None
     task = _object(doc.get("task"), file, "task") or {}
     path = _string(task.get("path"), file, "task.path")
@@ -723,7 +719,7 @@ def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
     trial_name = _string(doc.get("trial_name"), file, "trial_name") or name
     job_id = _string(doc.get("job_id"), file, "job_id")
     task_id = path.rstrip("/").rsplit("/", 1)[-1] if path else task_name or name.split("__")[0]
-    _check_trial_facts(name, file, "", task_id, trial_name, None, path, job_id, job)
+    _check_trial_facts(name, file, task_id, trial_name, None, path, job_id, job)
     return {
         "task_id": task_id,
         "trial_name": trial_name,
@@ -764,10 +760,6 @@ def _trial_folders(job_dir: str) -> list[str]:
         ) from None
     names.sort()
     return names
-
-
-# the top-level keys of a trial config that hold settings (the rest are in its sections)
-_TOP_SETTINGS = tuple(key for key in harbor.TRIAL_SETTINGS if "." not in key)
 
 
 def read_harbor_job(job_dir: Path) -> list[dict]:
@@ -835,7 +827,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
             pending.append((attempt, facts["settings"]))
             attempts.append(attempt)
             continue
-        result = parse_json_input(data, file, "trial result")
+        result = parse_json_bytes(data, file, "trial result")
         attempt = classify_trial(result, file, verification_disabled=disabled)
         config = result.get("config")
         if type(config) is not dict:
@@ -852,7 +844,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
         task = config.get("task")
         task_path = task.get("path") if type(task) is dict else None
         _check_trial_facts(
-            name, file, "", task_id, trial_name, config.get("trial_name"), task_path, job_id, job
+            name, file, task_id, trial_name, config.get("trial_name"), task_path, job_id, job
         )
         trial_id = result.get("id")
         if type(trial_id) is str:
