@@ -236,7 +236,9 @@ def add_local_runs(base: Path, rev: Path) -> tuple[list[Path], list[str], Path]:
 
 def source_flags(cfg: dict) -> list[str]:
     source = cfg["source"]
-    location = source[{"https": "base_url", "git": "checkout", "dir": "mirror"}[source["kind"]]]
+    from afbench.config import SOURCE_LOCATION
+
+    location = source[SOURCE_LOCATION[source["kind"]]]
     return [f"--source-kind={source['kind']}", f"--source-location={location}"]
 
 

@@ -455,6 +455,9 @@ def _at(problem: Problem, origin: str) -> Problem:
     return problem
 
 
+# source.kind -> the setting that says where that source is
+SOURCE_LOCATION = {"https": "base_url", "git": "checkout", "dir": "mirror"}
+
 # How a file is downloaded, never what it is: these settings reach only the fetch_file job and,
 # by decision, rerun nothing (a timeout cannot change a verified byte).
 TRANSPORT_SETTINGS = (

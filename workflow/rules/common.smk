@@ -12,7 +12,12 @@ from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
 from snakemake.logging import logger
 
 from afbench import harbor
-from afbench.config import TRANSPORT_SETTINGS, config_digest, selected_models
+from afbench.config import (
+    SOURCE_LOCATION,
+    TRANSPORT_SETTINGS,
+    config_digest,
+    selected_models,
+)
 from afbench.errors import AfbenchError
 from afbench.execute import (
     approve,
@@ -129,6 +134,8 @@ def pinned(files):
 FILES = {**pinned(config["files"]), **pinned(config["models"])}  # key -> {path, sha256}
 BY_PATH = {spec["path"]: key for key, spec in FILES.items()}
 UNPINNED = {slug: spec for slug, spec in config["models"].items() if not spec["sha256"]}
+# `--skip=slug=path` for each model without a pin: what a release check leaves out, by name
+SKIPS = options("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()])
 
 for slug in UNPINNED:
     logger.warning(
@@ -152,9 +159,7 @@ def pin_of(key):
 
 
 def source_location():
-    return config["source"][
-        {"https": "base_url", "git": "checkout", "dir": "mirror"}[config["source"]["kind"]]
-    ]
+    return config["source"][SOURCE_LOCATION[config["source"]["kind"]]]
 
 
 def columns(flag, kind):

@@ -120,7 +120,7 @@ rule verify_release:
         AFBENCH_ENV
     params:
         entries=lambda w, input: options("entry", input),
-        skips=options("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()]),
+        skips=SKIPS,
     shell:
         "afbench job verify-release {params.entries} {params.skips} --output={output:q} "
         "2> {log:q}"
@@ -145,7 +145,7 @@ rule discover_release:
         checkout=setting("checkout", "discover/checkout"),
         revision=setting("revision", "release/revision"),
         pins=options("pin", [pin_of(key) for key in FILES]),
-        skips=options("skip", [f"{slug}={spec['path']}" for slug, spec in UNPINNED.items()]),
+        skips=SKIPS,
         columns=options(
             "column",
             [

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
+from ..fsutil import write_json
 from . import types
 from .actions import (
     compare_models,
@@ -88,12 +89,6 @@ def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, st
     return mapping
 
 
-def _write_json(path: Path, obj: object) -> None:
-    from ..fsutil import write_json
-
-    write_json(path, obj)
-
-
 # --- stage 1: the release ---------------------------------------------------------------------
 def _build_demo_upstream_args(p):
     p.add_argument("--release-files", required=True, type=types.input_path, metavar="DIR")
@@ -120,9 +115,10 @@ def _source(p: argparse.ArgumentParser) -> None:
 
 
 def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
-    location = {"base_url": None, "checkout": None, "mirror": None}
-    key = {"https": "base_url", "git": "checkout", "dir": "mirror"}[args.source_kind]
-    location[key] = args.source_location
+    from ..config import SOURCE_LOCATION
+
+    location = dict.fromkeys(SOURCE_LOCATION.values())
+    location[SOURCE_LOCATION[args.source_kind]] = args.source_location
     return {"kind": args.source_kind, **location, **transport}
 
 
@@ -200,7 +196,7 @@ def write_release_identity(args):
         },
         "images": args.image,
     }
-    _write_json(args.output, record(RELEASE_IDENTITY, release=identity(release)))
+    write_json(args.output, record(RELEASE_IDENTITY, release=identity(release)))
 
 
 def _verify_file_args(p):
@@ -217,7 +213,7 @@ def verify_file(args):
 
     release = read_record(args.identity, RELEASE_IDENTITY)["release"]
     source = _source_settings(args)
-    _write_json(args.output, verify_file(release, source, args.pin, args.file))
+    write_json(args.output, verify_file(release, source, args.pin, args.file))
 
 
 def _verify_release_args(p):
@@ -238,7 +234,7 @@ def verify_release(args):
     from ..records import VERIFIED_FILE, read_record
 
     records = [read_record(path, VERIFIED_FILE) for path in args.entry]
-    _write_json(args.output, combine_receipt(records, args.skip))
+    write_json(args.output, combine_receipt(records, args.skip))
 
 
 def _discover_release_args(p):
@@ -334,7 +330,7 @@ def export_catalog(args):
         release,
         license_of(release),
     )
-    _write_json(args.output, catalog)
+    write_json(args.output, catalog)
 
 
 def _select_tasks_args(p):
@@ -355,7 +351,7 @@ def select_tasks(args):
     selection = select_tasks(
         catalog, args.name, args.task, args.source, args.limit, types.stratified(args)
     )
-    _write_json(args.output, selection)
+    write_json(args.output, selection)
 
 
 # --- stage 3: plans -------------------------------------------------------------------------
@@ -365,7 +361,7 @@ def _write_plan_args(p):
 
 
 def write_plan(args):
-    _write_json(args.output, _built_plan(args))
+    write_json(args.output, _built_plan(args))
 
 
 # --- stage 4: official results --------------------------------------------------------------
@@ -396,7 +392,7 @@ def import_model(args):
         args.source_condition,
         catalog["release"]["nominal_budget_usd"],
     )
-    _write_json(args.output, imported)
+    write_json(args.output, imported)
 
 
 def _compare_models_args(p):
@@ -629,7 +625,7 @@ def write_artifact_manifest(args):
     from ..artifacts import build_manifest
 
     manifest = build_manifest(args.root, args.files, args.config_digest, args.revision)
-    _write_json(args.output, manifest)
+    write_json(args.output, manifest)
 
 
 # --- stage 7 (opt-in): trials ---------------------------------------------------------------
@@ -722,7 +718,7 @@ def run_trial(args):
         ledger_path=args.ledger,
         read_job=read_harbor_job,
     )
-    _write_json(args.output, receipt)
+    write_json(args.output, receipt)
 
 
 def _checksum_tasks_args(p):
@@ -737,7 +733,7 @@ def checksum_tasks(args):
     from ..records import SELECTION, read_record
 
     selection = read_record(args.selection, SELECTION)
-    _write_json(args.output, exported_checksums(selection, args.repository_dir, args.tasks_dir))
+    write_json(args.output, exported_checksums(selection, args.repository_dir, args.tasks_dir))
 
 
 def _write_cost_ledger_args(p):
@@ -755,7 +751,7 @@ def _write_cost_ledger_args(p):
 def write_cost_ledger(args):
     from ..ledger import build_ledger
 
-    _write_json(args.output, build_ledger(args.ledger, args.receipt, args.max_cost_usd))
+    write_json(args.output, build_ledger(args.ledger, args.receipt, args.max_cost_usd))
 
 
 JOBS: dict[str, Job] = {
