@@ -268,11 +268,11 @@ def exported_checksums(selection: dict, repository_dir: str, tasks_dir: str) -> 
     read-only check, as a plan runs them) and record Harbor's task checksum of the result and
     the images it names."""
     from .execute import run_steps
-    from .plan import EXPORTER, check_repository, export_steps
+    from .plan import EXPORTER, check_repository, export_steps, tasks_folder
 
     release = selection["release"]
     repo = check_repository(repository_dir, release["revision"])
-    tasks_path = Path(tasks_dir) if Path(tasks_dir).is_absolute() else repo / tasks_dir
+    tasks_path = tasks_folder(repo, tasks_dir)
     tasks = {}
     for task_id in selection["task_ids"]:
         run_steps(export_steps(repo, task_id), {}, [], names=("export", "check"))

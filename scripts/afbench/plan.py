@@ -21,6 +21,13 @@ TRAPS = [
 ]
 
 
+def tasks_folder(repo: Path, tasks_dir: str) -> Path:
+    """Where the exporter writes the tasks: plans.tasks_dir, relative to the checkout unless
+    absolute."""
+    tasks_path = Path(tasks_dir)
+    return tasks_path if tasks_path.is_absolute() else repo / tasks_path
+
+
 def check_repository(repository_dir: str | None, revision: str) -> Path:
     if not repository_dir:
         raise AfbenchError(
@@ -125,8 +132,7 @@ def build_plan(
     harbor.check_agent(agent, model)
     environment_type = harbor.check_environment_type(environment_type)
     repo = check_repository(repository_dir, release["revision"])
-    tasks_path = Path(tasks_dir)
-    tasks_path = tasks_path if tasks_path.is_absolute() else repo / tasks_path
+    tasks_path = tasks_folder(repo, tasks_dir)
     jobs_path = Path(jobs_dir).resolve()
     label = check_name(
         agent_label(agent) if model is None else f"{agent_label(agent)}-{model.replace('/', '_')}",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from ..errors import AfbenchError
+from ..fsutil import write_json
 from . import types
 from .actions import (
     REPORT_FILES,
@@ -208,12 +209,6 @@ def _model_flags(p: argparse.ArgumentParser, required: bool) -> None:
     )
 
 
-def _write_json(path: Path, obj: object) -> None:
-    from ..fsutil import write_json
-
-    write_json(path, obj)
-
-
 # --- the interface page's five commands ------------------------------------------------------
 def _fetch_args(p):
     _config_flag(p)
@@ -246,7 +241,7 @@ def fetch(args):
     skipped = [f for f in known.values() if not f.sha256]
     release_dir = Path(args.release_dir)
     receipt = fetch_release(config["release"], config["source"], pins, skipped, release_dir)
-    _write_json(release_dir / "receipt.json", receipt)
+    write_json(release_dir / "receipt.json", receipt)
     return warnings
 
 
@@ -262,7 +257,7 @@ def _tasks_args(p):
 def tasks(args):
     config = _config(args)
     catalog = _catalog(_release_folder(args.release_dir, config), config)
-    _write_json(args.output, _select(args, catalog) if _selection_wanted(args) else catalog)
+    write_json(args.output, _select(args, catalog) if _selection_wanted(args) else catalog)
 
 
 def _plan_args(p):
@@ -311,7 +306,7 @@ def plan(args):
         settings["environment_type"],
         settings["harbor"],
     )
-    _write_json(args.output, written)
+    write_json(args.output, written)
 
 
 def _import_results_args(p):
@@ -418,7 +413,7 @@ def verdict(args):
         "input": {"path": path_text(args.path.resolve()), "sha256": sha256_bytes(data)},
     }
     if args.output:
-        _write_json(args.output, result)
+        write_json(args.output, result)
     else:
         print(json.dumps(result, indent=2, ensure_ascii=False))
         say(result, ["standard output"])
@@ -445,7 +440,7 @@ def verify(args):
     skipped = [f for f in release_files(config) if not f.sha256]
     paths = {spec.key: args.release_dir / spec.path for spec in pins}
     receipt = build_receipt(config["release"], config["source"], pins, paths, skipped)
-    _write_json(args.output or args.release_dir / "receipt.json", receipt)
+    write_json(args.output or args.release_dir / "receipt.json", receipt)
 
 
 def _import_run_args(p):
