@@ -250,16 +250,8 @@ class CommandFiles:
                     found=file_kind(info.st_mode),
                 )
             self._check_inside(shown, os.path.realpath(shown))
-        seen: dict[str, str] = {}
-        for output in outputs:
-            shown = str(output)
-            real = _real(output)
-            if real in seen:
-                raise AfbenchError(
-                    f"two outputs are one file: {seen[real]} and {shown}; give each its own path",
-                    file=shown,
-                )
-            seen[real] = shown
+        seen = _distinct_outputs(outputs)
+        for shown in seen.values():
             info = _lstat(shown)
             if info is not None and stat.S_ISREG(info.st_mode):
                 self.protected[(info.st_dev, info.st_ino)] = shown
@@ -414,10 +406,30 @@ def check_output(path: Path | str) -> None:
     link, FIFO, device, socket or folder), a read-only file or, within a command, one of its
     inputs or a file inside one of its input folders."""
     shown = str(path)
+    _check_output_at(shown, _real(shown))
+
+
+def _check_output_at(shown: str, real: str) -> None:
     if _FILES is not None:
-        _FILES._check_output(shown, _real(shown))
+        _FILES._check_output(shown, real)
     else:
         _replaceable(shown)
+
+
+def _distinct_outputs(paths: Iterable[Path | str]) -> dict[str, str]:
+    """Each output's real path -> the path as given; two outputs that are one file are
+    refused."""
+    seen: dict[str, str] = {}
+    for path in paths:
+        shown = str(path)
+        real = _real(shown)
+        if real in seen:
+            raise AfbenchError(
+                f"two outputs are one file: {seen[real]} and {shown}; give each its own path",
+                file=shown,
+            )
+        seen[real] = shown
+    return seen
 
 
 def _replaceable(path: str) -> os.stat_result | None:
@@ -519,16 +531,8 @@ def write_outputs(
     some of each. (A SIGKILL or a power cut between two renames can not be held back:
     Snakemake reruns such a job, and a command run by hand is run again.)"""
     items = [(Path(path), data) for path, data in outputs]
-    seen: dict[str, str] = {}
-    for path, _ in items:
-        real = _real(path)
-        if real in seen:
-            raise AfbenchError(
-                f"two outputs are one file: {seen[real]} and {path}; give each its own path",
-                file=str(path),
-            )
-        seen[real] = str(path)
-        check_output(path)
+    for real, shown in _distinct_outputs(path for path, _ in items).items():
+        _check_output_at(shown, real)
     staged: list[tuple[Path, Path]] = []
     try:
         for path, data in items:
@@ -656,11 +660,7 @@ def _encode_error(path: Path, exc: UnicodeEncodeError) -> AfbenchError:
 def write_json(path: Path, obj: object, about: object = None) -> None:
     """`obj` as JSON at `path`; `about`: what it is (default: `obj` itself, an artifact
     record that says so by its kind)."""
-    try:
-        data = json_bytes(obj)
-    except UnicodeEncodeError as exc:
-        raise _encode_error(Path(path), exc) from None
-    atomic_write_bytes(path, data, about=obj if about is None else about)
+    atomic_write_bytes(*json_output(path, obj), about=obj if about is None else about)
 
 
 def json_output(path: Path, obj: object) -> tuple[Path, bytes]:
@@ -689,7 +689,10 @@ def csv_output(
 # as it is. csv_text_value undoes it exactly, so afbench's own readers read back what was
 # written, and no row of an afbench CSV ever spans two lines.
 SPREADSHEET_GUARD = "'"
-_NEEDS_GUARD = re.compile("^[=+\\-@\t\r']|[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_NEEDS_GUARD = re.compile(
+    f"^[{re.escape(''.join(SPREADSHEET_TRIGGERS) + SPREADSHEET_GUARD)}]"
+    "|[\x00-\x1f\x7f-\x9f\u2028\u2029]"
+)
 _ESCAPED = re.compile("[\\\\\x00-\x1f\x7f-\x9f\u2028\u2029]")
 _SHORT = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
 _UNESCAPE = re.compile(r"\\(\\|n|r|t|x[0-9a-f]{2}|u[0-9a-f]{4})")
@@ -749,16 +752,6 @@ def csv_bytes(header: Sequence[str], rows: Iterable[Sequence[object]]) -> bytes:
             ]
         )
     return buffer.getvalue().encode()
-
-
-def write_csv(
-    path: Path, header: Sequence[str], rows: Iterable[Sequence[object]], *, about: object
-) -> None:
-    try:
-        data = csv_bytes(header, rows)
-    except UnicodeEncodeError as exc:
-        raise _encode_error(Path(path), exc) from None
-    atomic_write_bytes(path, data, about=about)
 
 
 MAX_JSON_BYTES = 1 << 30
