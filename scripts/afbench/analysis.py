@@ -83,7 +83,7 @@ def check_current(
         )
 
 
-def _order(imports: list[dict]) -> list[dict]:
+def leaderboard_order(imports: list[dict]) -> list[dict]:
     """The leaderboard's order: most passes first, then by slug."""
     return sorted(imports, key=lambda i: (-i["passes"], i["model"]))
 
@@ -217,7 +217,7 @@ def leaderboard(
     infrastructure errors' bounds; and, from the comparison summary, the authors' published
     count."""
     tasks = _Tasks(catalog)
-    board = _order(imports)
+    board = leaderboard_order(imports)
     published = {row["model"]: row for row in summary["leaderboard"]}
     rows = []
     for imp in board:
@@ -305,7 +305,7 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
     standard error over sources, and what the two models' infrastructure errors could do to
     the test (resolved in favour of a, then of b)."""
     tasks = _Tasks(catalog)
-    order = [imp["model"] for imp in _order(imports)]
+    order = [imp["model"] for imp in leaderboard_order(imports)]
     bits = {imp["model"]: imp["success_bits"] for imp in imports}
     errors = {imp["model"]: _errors(imp, tasks) for imp in imports}
     n = imports[0]["tasks"]
@@ -434,7 +434,7 @@ def analyse(
     summary: dict, imports: list[dict], catalog: dict, runs: list[dict], confidence: float
 ) -> dict:
     paired = paired_comparisons(imports, catalog, confidence)
-    tier = tiers([imp["model"] for imp in _order(imports)], paired["pairs"])
+    tier = tiers([imp["model"] for imp in leaderboard_order(imports)], paired["pairs"])
     return {
         **record(ANALYSIS),
         "note": summary["note"],

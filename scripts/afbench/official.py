@@ -544,7 +544,7 @@ def _median(values: list[float]) -> float:
 def _check_distinct(imports: list[dict]) -> None:
     """Each model once: by its slug, and by its results file's bytes (two slugs over one file
     would count one model's results twice, and every paired test between them would be void)."""
-    slugs: dict[str, int] = {}
+    slugs: set[str] = set()
     files: dict[str, str] = {}
     for imp in imports:
         slug = imp["model"]
@@ -555,7 +555,7 @@ def _check_distinct(imports: list[dict]) -> None:
                 expected="each model once",
                 found=slug,
             )
-        slugs[slug] = 1
+        slugs.add(slug)
         digest = imp["inputs"].get(imp["file"])
         if digest in files:
             raise AfbenchError(
@@ -625,10 +625,15 @@ def reduced(imp: dict | Outcomes) -> dict:
     in task-id order (the same order for every import of one task set, which the comparison
     requires)."""
     if isinstance(imp, Outcomes):
-        successes = imp.successes
-        digits = "".join(["1" if successes[i] else "0" for i in reversed(_ranking(imp))])
-        return {**imp.totals, "success_bits": int(digits or "0", 2)}
+        return {**imp.totals, "success_bits": _success_bits(imp)}
     return {**{k: v for k, v in imp.items() if k != "records"}, "success_bits": _bits(imp)}
+
+
+def _success_bits(imp: Outcomes) -> int:
+    """Bit i set when the i-th task in task-id order succeeded."""
+    successes = imp.successes
+    digits = "".join(["1" if successes[i] else "0" for i in reversed(_ranking(imp))])
+    return int(digits or "0", 2)
 
 
 _LAST_RANKING: list[tuple[list, list[int]]] = []  # one entry: the task set ranked last
@@ -650,14 +655,7 @@ def _ranking(imp: Outcomes) -> list[int]:
 def _bits(imp: dict) -> int:
     if "records" not in imp:
         return imp["success_bits"]
-    position = {
-        task_id: i for i, task_id in enumerate(sorted(r["task_id"] for r in imp["records"]))
-    }
-    bits = 0
-    for r in imp["records"]:
-        if r["success"]:
-            bits |= 1 << position[r["task_id"]]
-    return bits
+    return _success_bits(outcomes(imp))
 
 
 NOTHING_PUBLISHED = {"source": None, "task_rows": None, "passes": {}, "over_budget_usd": {}}
@@ -772,7 +770,7 @@ def summarize(
     like for like; with the authors' published facts checked (a difference refused only with
     `strict_published`), each model's bounds over its infrastructure errors, and the
     significance tiers of the paired exact McNemar tests (afbench.analysis)."""
-    from .analysis import ALPHA, TIER_METHOD, significance
+    from .analysis import ALPHA, TIER_METHOD, leaderboard_order, significance
     from .stats import success_bounds
 
     comparison = compare(imports, strict_budget)
@@ -790,7 +788,7 @@ def summarize(
                 for p in problems
             ]
         )
-    board = sorted(imports, key=lambda i: (-i["passes"], i["model"]))
+    board = leaderboard_order(imports)
     order = [i["model"] for i in board]
     _, tier = significance(order, {i["model"]: _bits(i) for i in imports}, imports[0]["tasks"])
     over = [rec for imp in imports for rec in imp["budget_audit"]["over_budget"]]
