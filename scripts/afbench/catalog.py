@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import Counter
 
 from .csvtable import (
-    FIRST_ROW,
     first_rows,
     int_column,
     name_column,
@@ -41,7 +40,7 @@ def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[lis
     with paused_gc():
         table = read_table(data, file, mapping)
         column, found = table.columns, []
-        rows = range(FIRST_ROW, FIRST_ROW + table.length)
+        rows = table.row_numbers
         ids_ok = name_column(column["task_id"], rows, found, 0, file=file, field="task_id")
         name_column(column["source_id"], rows, found, 1, file=file, field="source_id")
         for order, field in enumerate(("source_ref", "target_declaration"), start=2):
@@ -92,7 +91,7 @@ def parse_sources(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list
     """SOURCES.csv, checked column by column; every problem in the file is reported."""
     table = read_table(data, file, mapping)
     column, found = table.columns, []
-    rows = range(FIRST_ROW, FIRST_ROW + table.length)
+    rows = table.row_numbers
     ids_ok = name_column(column["source_id"], rows, found, 0, file=file, field="source_id")
     text_column(column["title"], rows, found, 1, file=file, field="title")
     n_tasks = int_column(column["n_tasks"], rows, found, 2, file=file, field="n_tasks")
@@ -236,7 +235,7 @@ def select_tasks(
     tasks, sources = list(tasks or []), list(sources or [])
     _unique(tasks, "task")
     _unique(sources, "source")
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+    if limit is not None and not _whole(limit, 1):
         raise AfbenchError(
             "limit must be a whole number of at least 1",
             field="limit",

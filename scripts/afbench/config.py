@@ -483,10 +483,9 @@ def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
     Relative input paths are resolved against the folder of the file that sets them."""
     paths = list(paths) or [OFFICIAL_CONFIG]
     data: dict = {}
-    docs = []
-    for path in paths:
-        docs.append((Path(path), _load_yaml_or_json(path)))
-        data = merge(data, docs[-1][1])
+    docs = check_config_files(paths)
+    for _, doc in docs:
+        data = merge(data, doc)
     if overrides:
         data = merge(data, overrides)
     config = validate_config(data, origin=", ".join(str(p) for p in paths))

@@ -48,6 +48,11 @@ class Table(NamedTuple):
     extra_columns: list[str]
 
     @property
+    def row_numbers(self) -> range:
+        """Each data row's number as a spreadsheet shows it (the header is row 1)."""
+        return range(FIRST_ROW, FIRST_ROW + self.length)
+
+    @property
     def rows(self) -> list[dict[str, str]]:
         names = list(self.columns)
         return [dict(zip(names, cells, strict=True)) for cells in self.cells()]

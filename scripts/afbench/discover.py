@@ -19,10 +19,11 @@ MAX_CSV_BYTES = 64 * 1024 * 1024
 
 
 def list_csvs(checkout: Path, revision: str, max_bytes: int) -> dict[str, dict]:
-    """Every CSV blob at the revision: path -> sha256, size, rows, header. Three git processes
+    """Every CSV blob at the revision: path -> sha256, size, rows, header. Two git processes
     whatever the number of files (gitrun: hardened): the tree listed once with its names as
-    bytes (any name a checkout can hold, UTF-8 or not), the sizes asked in one batch, the
-    blobs read in another."""
+    bytes (any name a checkout can hold, UTF-8 or not), and one `cat-file --batch` that
+    reads every blob; a blob over the size cap is not read, and the batch it ends is started
+    again (one more process per such blob)."""
     from . import gitrun
 
     batch = gitrun.Batch(checkout)

@@ -168,7 +168,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         numbers = [i + FIRST_ROW for i in kept]
     else:
         column = table.columns
-        numbers = range(FIRST_ROW, FIRST_ROW + len(task_ids))
+        numbers = table.row_numbers
 
     # the MANIFEST's own columns, unchanged
     source_ids = [t["source_id"] for t in tasks]
