@@ -15,6 +15,7 @@ from .stats import (
     clustered_difference_from_counts,
     clustered_rate_from_counts,
     compact_letter_display,
+    discordant_counts,
     holm,
     leader_tier,
     mcnemar_exact_many,
@@ -133,8 +134,7 @@ def paired_counts(order: list[str], bits: dict[str, int], tasks: int) -> list[di
     neither, from each model's successes as a bitset over one task order."""
     pairs = []
     for a, b in combinations(order, 2):
-        only_a = (bits[a] & ~bits[b]).bit_count()
-        only_b = (bits[b] & ~bits[a]).bit_count()
+        only_a, only_b = discordant_counts(bits[a], bits[b])
         both = (bits[a] & bits[b]).bit_count()
         pairs.append(
             {
@@ -216,13 +216,14 @@ def leaderboard(
     error over sources with its interval and design effect; its `tiers` entry; the
     infrastructure errors' bounds; and, from the comparison summary, the authors' published
     count."""
-    tasks = _Tasks(catalog)
+    source_ids = [s["source_id"] for s in catalog["sources"]]
+    sizes = [s["n_tasks"] for s in catalog["sources"]]
     board = leaderboard_order(imports)
     published = {row["model"]: row for row in summary["leaderboard"]}
     rows = []
     for imp in board:
         low, high = wilson_interval(imp["passes"], imp["tasks"], confidence)
-        by_source = [imp["passes_by_source"][sid] for sid, _ in tasks.sources]
+        by_source = [imp["passes_by_source"][sid] for sid in source_ids]
         facts = published.get(imp["model"], {})
         rows.append(
             {
@@ -234,7 +235,7 @@ def leaderboard(
                 "wilson_low": low,
                 "wilson_high": high,
                 "standard_error": standard_error(imp["passes"], imp["tasks"]),
-                "clustered": clustered_rate_from_counts(by_source, tasks.sizes, confidence),
+                "clustered": clustered_rate_from_counts(by_source, sizes, confidence),
                 "leader_tier": tier[imp["model"]]["leader_tier"],
                 "letters": tier[imp["model"]]["letters"],
                 "infrastructure_errors": imp["infrastructure_errors"]["count"],
@@ -314,7 +315,7 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
     for pair in pairs:
         a, b = bits[pair["a"]], bits[pair["b"]]
         for won, lost in ((a | errors[pair["a"]], b), (a, b | errors[pair["b"]])):
-            resolved.append(((won & ~lost).bit_count(), (lost & ~won).bit_count()))
+            resolved.append(discordant_counts(won, lost))
     resolved_p = mcnemar_exact_many(resolved)
     for index, pair in enumerate(pairs):
         a, b = bits[pair["a"]], bits[pair["b"]]

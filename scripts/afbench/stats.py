@@ -461,8 +461,14 @@ def success_bounds(passes: int, errors: int, tasks: int) -> dict:
     }
 
 
+def discordant_counts(a: int, b: int) -> tuple[int, int]:
+    """The tasks only a solved and only b solved, from two success bitsets over one task
+    order: the two counts a paired (McNemar) test reads."""
+    return (a & ~b).bit_count(), (b & ~a).bit_count()
+
+
 def _discordant(a: int, b: int) -> dict:
-    only_a, only_b = (a & ~b).bit_count(), (b & ~a).bit_count()
+    only_a, only_b = discordant_counts(a, b)
     return {"only_a": only_a, "only_b": only_b, "p_exact": mcnemar_exact(only_a, only_b)}
 
 
