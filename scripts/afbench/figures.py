@@ -132,6 +132,7 @@ def leaderboard_figure(rows: list[dict], confidence: float) -> str:
     fig, ax = _subplots(7, 0.42 * len(rows) + 1.3)
     names = [_literal(r["display_name"]) for r in rows][::-1]
     at = list(range(len(rows)))
+    rates = [r["success_rate"] for r in rows][::-1]
     for offset, interval, label, colour in (
         (
             0.12,
@@ -146,7 +147,6 @@ def leaderboard_figure(rows: list[dict], confidence: float) -> str:
             "#c0392b",
         ),
     ):
-        rates = [r["success_rate"] for r in rows][::-1]
         bounds = [interval(r) for r in rows][::-1]
         ax.errorbar(
             rates,
@@ -431,11 +431,12 @@ def make_figures(analysis: dict) -> dict[str, str]:
     models = [r["model"] for r in board]
     labels = {r["model"]: r["display_name"] for r in board}
     cost = analysis["cost_success"]
-    figures = {
-        "leaderboard": leaderboard_figure(board, analysis["confidence"]),
-        "cost_success": cost_figure(cost["models"], cost["frontier"], analysis["budget_usd"]),
-        "per_source": per_source_figure(analysis["per_source"], models, labels),
+    draw = {
+        "leaderboard": lambda: leaderboard_figure(board, analysis["confidence"]),
+        "cost_success": lambda: cost_figure(
+            cost["models"], cost["frontier"], analysis["budget_usd"]
+        ),
+        "per_source": lambda: per_source_figure(analysis["per_source"], models, labels),
+        "paired": lambda: pairs_figure(models, labels, analysis["paired"]["pairs"]),
     }
-    if analysis["paired"]["pairs"]:
-        figures["paired"] = pairs_figure(models, labels, analysis["paired"]["pairs"])
-    return figures
+    return {name: draw[name]() for name in names(analysis)}
