@@ -4,19 +4,28 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.afbench-installed
+# what the pipeline needs and nothing else (no test tools, no pyarrow): all `make demo` installs
+RUN_STAMP := $(VENV)/.afbench-run-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker docs-image
+.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker docs-image schemas
 
 setup: $(STAMP)
 
+# ci/install.py installs with uv (0.13.8, from PyPI) and the same pins, indexes and constraints
+# as pip, or with plain pip when uv cannot be installed (AFBENCH_INSTALLER=pip: pip only)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -e '.[test,parquet]'
-	touch $(STAMP)
+	$(BIN)/python ci/install.py '.[test,parquet]'
+	touch $(STAMP) $(RUN_STAMP)
 
-demo: setup
+$(RUN_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python ci/install.py .
+	touch $(RUN_STAMP)
+
+demo: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default
 
 # The README's image: the demo report drawn afresh by this code (its figures and HTML rerun),
@@ -25,7 +34,7 @@ demo: setup
 CHROMIUM ?= chromium
 DEMO_REVISION = $(shell $(BIN)/python -c "import yaml; print(yaml.safe_load(open('config/demo.yaml'))['release']['revision'])")
 
-docs-image: setup
+docs-image: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default --forcerun render_figures render_report
 	profile=$$(mktemp -d) && \
 	$(CHROMIUM) --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
@@ -36,16 +45,24 @@ docs-image: setup
 	status=$$?; rm -rf "$$profile"; test $$status -eq 0
 	echo $(DEMO_REVISION) > docs/report.revision
 
-official: setup
+official: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default --configfile config/config.yaml
 
+# The tests start hundreds of Python processes (afbench, Snakemake's jobs): they keep Python's
+# compiled modules (__pycache__, ignored by git) even where PYTHONDONTWRITEBYTECODE is set,
+# which otherwise recompiles afbench and re-rewrites every test module in each process.
+TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
+
+# every test, on two workers (pytest-xdist): the tests that drive the shared SLURM cluster,
+# Docker engine or Harbor trials form one group (tests/conftest.py), run one after another on
+# one worker while the other takes the rest
 test: setup
-	$(ACTIVATE) python -m pytest
+	$(ACTIVATE) $(TEST_ENV) python -m pytest -n 2 --dist loadgroup
 
 # unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker, browser or full-scale inputs):
 # for iteration, spread over the machine's cores (pytest-xdist)
 test-fast: setup
-	$(ACTIVATE) python -m pytest -n auto -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
+	$(ACTIVATE) $(TEST_ENV) python -m pytest -n auto -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
 
 lint: setup
 	$(BIN)/ruff check scripts tests bench
@@ -60,9 +77,16 @@ format: setup
 bench: setup
 	$(ACTIVATE) python bench/run.py
 
-# Harbor 0.22.0 in its own venv (.harbor-venv, Python >= 3.12); prints its harbor executable.
+# The JSON Schemas of the artifact kinds (scripts/afbench/data/schemas), generated again from
+# their declarations (afbench.kinds); a test holds the committed files to them.
+schemas: setup
+	$(BIN)/python -m afbench.kinds.schema --write
+
+# Harbor 0.22.0 in its own venv (.harbor-venv, Python >= 3.12), and Harbor 0.26.0 beside it
+# (.harbor-venv-0.26.0, for the tests that read newer Harbor's folders); prints each harbor.
 harbor:
 	bash ci/harbor-setup.sh
+	bash ci/harbor-setup.sh 0.26.0
 
 # A one-node SLURM cluster on this machine (root; Debian's slurm-wlm and munge).
 slurm:

@@ -11,7 +11,18 @@ from pathlib import Path
 
 def main(out: str, config_paths: list[str]) -> None:
     start = time.perf_counter()
-    from afbench import analysis, catalog, config, fetch, figures, official, plan, release, report
+    from afbench import (
+        analysis,
+        catalog,
+        compare,
+        config,
+        fetch,
+        figures,
+        official,
+        plan,
+        release,
+        report,
+    )
     from afbench.fsutil import write_json
 
     cfg = config.load_config([Path(p) for p in config_paths])
@@ -75,8 +86,8 @@ def main(out: str, config_paths: list[str]) -> None:
         )
         write_json(root / f"import-{slug}.json", imp)
         imports.append(compact(official.outcomes(imp)))
-        totals.append(official.reduced(imp))
-    summary = official.summarize(
+        totals.append(compare.reduced(imp))
+    summary = compare.summarize(
         totals,
         cfg["import"]["strict_budget"],
         config.published_facts(cfg),

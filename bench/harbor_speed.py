@@ -2,8 +2,9 @@
 
 Builds a job folder of N trials (default 100,000) under bench/work/harbor-speed/ from the real
 Harbor 0.22.0 fixture trials (tests/fixtures/harbor-0.22.0-jobs/demo-oracle: every outcome
-Harbor writes), each copy with a task, trial name, trial folder and trial id of its own, so the
-job's own facts agree (one trial per task, as its n_attempts 1 says). Then `runs.read_harbor_job`
+Harbor writes) in a run's realistic shares (MIX: 40% accepted, 54% rejected, 6% errors of six
+kinds), each copy with a task, trial name, trial folder and trial id of its own, so the job's
+own facts agree (one trial per task, as its n_attempts 1 says). Then `runs.read_harbor_job`
 reads it in fresh processes, alternating between the package at REF (default 8109c16, the
 previous round, taken with `git archive` and put first on PYTHONPATH) and this work tree's,
 ROUNDS times each (default 3). Prints each side's best wall and CPU time (the child's own
@@ -28,6 +29,19 @@ REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "work" / "harbor-speed"
 FIXTURE = REPO / "tests" / "fixtures" / "harbor-0.22.0-jobs" / "demo-oracle"
 TARGET = 1.2
+# a run's realistic shares, per 100 trials, by fixture trial: 40 accepted (reward 1), 54
+# rejected (49 reward 0, 5 agent timeouts), 6 infrastructure or verifier errors
+MIX = {
+    "hello-pass": 40,
+    "solve-fails": 49,
+    "reward-json": 1,
+    "agent-timeout": 5,
+    "bad-reward": 1,
+    "empty-reward": 1,
+    "no-reward": 1,
+    "no-solution": 1,
+    "verifier-timeout": 1,
+}
 
 CHILD = r"""
 import json, os, resource, sys, time
@@ -53,7 +67,7 @@ print(json.dumps({"wall": wall, "cpu": cpu, "import_s": imported, "trials": len(
 
 def build_job(trials: int) -> Path:
     """A job folder of `trials` trials copied from the fixture job, each renamed throughout."""
-    job = WORK / f"job-{trials}"
+    job = WORK / f"job-{trials}-realistic"
     stamp = job / ".complete"
     if stamp.exists():
         return job
@@ -64,12 +78,11 @@ def build_job(trials: int) -> Path:
     job_id = json.loads((FIXTURE / "result.json").read_text())["id"]
     templates = []
     for trial in sorted(p for p in FIXTURE.iterdir() if p.is_dir()):
-        templates.append(
-            (
-                json.loads((trial / "result.json").read_text()),
-                json.loads((trial / "config.json").read_text()),
-            )
+        template = (
+            json.loads((trial / "result.json").read_text()),
+            json.loads((trial / "config.json").read_text()),
         )
+        templates += [template] * MIX[trial.name.split("__")[0]]
     rng = uuid.UUID(int=0)
     for i in range(trials):
         result, config = templates[i % len(templates)]

@@ -1,5 +1,6 @@
-"""The robustness properties of tests/test_robustness.py, tests/test_hostile.py and
-tests/test_writing.py, run far longer. Prints how many cases each reader (or writer) was given
+"""The robustness properties of tests/properties.py (run briefly by the tests of the modules
+they check: test_config, test_csvtable, test_fsutil, test_runs, ...), run far longer. Prints
+how many cases each reader (or writer) was given
 and how they ended: the same as the clean file, one of our own errors, a valid change; and the
 four that must stay zero: crashes, hangs (a case over CASE_LIMIT_S seconds is stopped by an
 alarm and counted), silent acceptances and lost inputs (an input, or a file that was not

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Install Harbor 0.22.0 (the release's pinned harness) in its own venv, .harbor-venv/, and print
-# the path of its `harbor` executable on stdout. Idempotent: a venv that already has exactly
-# this Harbor is left alone. Harbor 0.22.0 needs Python >= 3.12 while the project stays on 3.11,
+# the path of its `harbor` executable on stdout. `bash ci/harbor-setup.sh 0.26.0` installs that
+# Harbor instead, in .harbor-venv-0.26.0/ (the tests that read newer Harbor's job folders use
+# it; plans keep pinning 0.22.0). Idempotent: a venv that already has exactly this Harbor is
+# left alone. Harbor 0.22.0 needs Python >= 3.12 while the project stays on 3.11,
 # so it gets a separate interpreter: $HARBOR_PYTHON if set, else the first python3.12/3.13 found
 # on PATH or under pyenv (this machine kind has pyenv's 3.12.1 beside the system's 3.11).
 # Debian 12 (bookworm) ships no python3.12 package: elsewhere, install a Python >= 3.12 and set
 # HARBOR_PYTHON to it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-HARBOR_VERSION=0.22.0
-VENV=${HARBOR_VENV:-.harbor-venv}
+HARBOR_VERSION=${1:-0.22.0}
+if [ "$HARBOR_VERSION" = 0.22.0 ]; then
+    VENV=${HARBOR_VENV:-.harbor-venv}
+else
+    VENV=${HARBOR_VENV:-.harbor-venv-$HARBOR_VERSION}
+fi
+case "$HARBOR_VERSION" in
+    0.2[2-6].[0-9]*) ;;
+    *) echo "harbor-setup: Harbor $HARBOR_VERSION is not one afbench reads (0.22.0 to 0.26.x)" >&2; exit 2 ;;
+esac
 
 say() { echo "harbor-setup: $*" >&2; }
 

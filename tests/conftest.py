@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import fcntl
 import functools
 import gzip
 import hashlib
@@ -12,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -20,16 +22,56 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
 
-from afbench import demo
+from afbench import demo, harbor
 from afbench.cli import build_parser, words
-from afbench.config import file_for, validate_config
-from afbench.fsutil import sha256_bytes
-from afbench.release import read_verified
+from afbench.config import (
+    file_for,
+    load_config,
+    validate_config,
+)
+from afbench.fsutil import (
+    sha256_bytes,
+)
+from afbench.kinds import CATALOG, SELECTION
+from afbench.kinds.tasks import TASK as TASK_ROW
+from afbench.plan import build_plan
+from afbench.release import identity, read_verified
+
+import properties as prop
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURES = REPO / "tests" / "fixtures" / "harbor-0.22.0-jobs"
 OWNER_REPO = "afbench/test-release"
+
+
+# the machine's shared engines: under xdist (`make test` runs `-n 2 --dist loadgroup`) the tests
+# that drive them run one after another on one worker, as they do in a serial run (they wait
+# for SLURM's queue to empty, count a cluster's submissions, watch Docker's containers, time
+# trials), while the other worker takes the rest
+SHARED_ENGINES = ("slurm", "docker", "harbor")
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    for item in items:
+        if any(item.get_closest_marker(name) for name in SHARED_ENGINES):
+            item.add_marker(pytest.mark.xdist_group("shared-engines"))
+
+
+@pytest.fixture(autouse=True)
+def _private_temporary_folder(request, monkeypatch):
+    """Harbor's docker environment leaves its compose files (tmpXXXXXXXX/docker-compose-*.json)
+    in the temporary folder: the trial tests' processes get a short one of their own, removed
+    after the test."""
+    if not any(request.node.get_closest_marker(name) for name in ("harbor", "docker")):
+        yield
+        return
+
+    folder = tempfile.mkdtemp(prefix="afbench-test-")
+    monkeypatch.setenv("TMPDIR", folder)
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -190,12 +232,24 @@ def verdict(task_id: str, status: str) -> dict:
     }
 
 
+def declared(kind, **fields) -> dict:
+    """A record of `kind` (an afbench.kinds Kind, or a nested Shape) with these fields and
+    every other declared field at the least value of its declared type (null where null is
+    allowed, an empty list or map, 0, "", the first of a closed set): for a test that needs
+    only some of an artifact's fields, and still an artifact every reader accepts."""
+    from afbench.kinds import Kind, placeholder
+
+    least = {f.name: placeholder(f) for f in kind.fields if not f.optional}
+    if isinstance(kind, Kind):
+        return kind.record(**{**least, **fields})
+    return kind.row(**{**least, **fields})
+
+
 def add_local_runs(base: Path, rev: Path) -> tuple[list[Path], list[str], Path]:
     """Two local runs under rev/runs/, imported as the pipeline's import_run does: the Harbor
     0.22.0 fixture jobs (harbor-fixtures, on a selection of their own task ids) and a verdict
     folder on three demo tasks (verdicts-three, VERDICTS). Returns the fixture jobs, their task
     ids and their selection."""
-    from afbench.records import SELECTION, record
 
     catalog = rev / "tasks/catalog.json"
     jobs = sorted(FIXTURES.iterdir())
@@ -203,7 +257,7 @@ def add_local_runs(base: Path, rev: Path) -> tuple[list[Path], list[str], Path]:
     selection = base / "fixture-selection.json"
     selection.write_text(
         json.dumps(
-            record(
+            declared(
                 SELECTION,
                 name="harbor-fixtures",
                 release=json.loads(catalog.read_text())["release"],
@@ -231,6 +285,12 @@ def add_local_runs(base: Path, rev: Path) -> tuple[list[Path], list[str], Path]:
         *["import-run", "--selection", three, "--name", "verdicts-three"],
         *["--kind", "verdicts", "--path", folder, "--output-dir", rev / "runs/verdicts-three"],
     )
+    for run in ("harbor-fixtures", "verdicts-three"):  # as the workflow's analyse_run_failures
+        job(
+            *["analyse-run-failures", f"--summary={rev / 'runs' / run / 'summary.json'}"],
+            f"--outcomes={rev / 'runs' / run / 'outcomes.csv'}",
+            f"--output={rev / 'runs' / run / 'failure-anatomy.json'}",
+        )
     return jobs, tasks, selection
 
 
@@ -501,6 +561,22 @@ def demo_revision() -> str:
     return yaml.safe_load((REPO / "config/demo.yaml").read_text())["release"]["revision"]
 
 
+def beyond_the_leaderboard(catalog: Path, imports: Path, each: list[str]) -> list[str]:
+    """The failure anatomy and (two or more models) the task table, as the workflow's
+    analyse_failures and analyse_tasks write them with the config's defaults; the report's
+    flags that read them."""
+    anatomy = imports / "failure-anatomy.json"
+    job("analyse-failures", *each, "--near-miss-share=0.5", f"--output={anatomy}")
+    if len(each) < 2:
+        return ["--anatomy", str(anatomy)]
+    table = imports / "task-table.json"
+    job(
+        *["analyse-tasks", f"--catalog={catalog}", *each, "--shuffles=199"],
+        *["--seed=20261013", "--alpha=0.05", "--min-discrimination=0.3", f"--output={table}"],
+    )
+    return ["--anatomy", str(anatomy), "--task-table", str(table)]
+
+
 def run_all(cfg: dict) -> Path:
     """The pipeline's chain through the CLI in this process, laid out as the workflow lays it
     out: fetch, catalog, one import per pinned model, comparison, report, artifact manifest."""
@@ -534,6 +610,7 @@ def run_all(cfg: dict) -> Path:
         f"--summary={imports / 'summary.json'}",
         f"--leaderboard={imports / 'leaderboard.csv'}",
     )
+    beyond = beyond_the_leaderboard(catalog, imports, each)
     afbench(
         "report",
         "--summary",
@@ -543,6 +620,7 @@ def run_all(cfg: dict) -> Path:
         catalog,
         "--receipt",
         receipt,
+        *beyond,
         "--output-dir",
         rev / "report",
     )
@@ -556,6 +634,49 @@ def run_all(cfg: dict) -> Path:
         *files,
     )
     return rev
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory, release_files, demo_yaml) -> dict:
+    """The pipeline's chain (run_all) on the demo release at its own revision, built once per
+    test run from a mirror of its own (under xdist by the first worker that asks, the others
+    waiting on a lock); its config. No test writes into it: a test reads it, or works on a
+    copy (copy_demo_run)."""
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    shared = tmp_path_factory.getbasetemp()
+    base = (shared.parent if worker else shared) / "demo-run"
+    cfg = config_for(
+        release_files,
+        demo_yaml["release"]["revision"],
+        {"kind": "dir", "mirror": str(base / "mirror")},
+        base / "results",
+        demo_yaml,
+    )
+    with open(f"{base}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (base / "built").is_file():
+            shutil.rmtree(base, ignore_errors=True)  # a worker's build that failed
+            write_tree(base / "mirror", release_files)
+            run_all(cfg)
+            (base / "built").touch()
+    return cfg
+
+
+def copy_demo_run(cfg: dict, dest: Path) -> dict:
+    """A copy of the session's demo run (demo_run) as dest/results, and its config: what
+    run_all leaves there, its release read from the same mirror (which no test changes)."""
+    shutil.copytree(cfg["results_dir"], dest / "results", symlinks=True)
+    copied = copy.deepcopy(cfg)
+    copied["results_dir"] = str(dest / "results")
+    return copied
+
+
+@pytest.fixture
+def built_config(demo_run, tmp_path) -> dict:
+    """A fetched config on which the whole chain has run (run_all), in this test's own folder:
+    a copy of the session's demo run."""
+    return copy_demo_run(demo_run, tmp_path)
 
 
 # --- the execution stage's real pieces: Harbor 0.22.0 (make harbor), a Docker engine for its
@@ -647,3 +768,252 @@ def slurm_skip_reason() -> str | None:
     if answer.returncode != 0 or not {"idle", "mix"} & set(states):
         return f"SLURM has no idle node: sinfo said {(answer.stdout + answer.stderr).strip()!r}"
     return None
+
+
+def one_clean_message(text: str) -> None:
+    """What every refusal prints: one `afbench: error:` line, no traceback."""
+    assert "Traceback" not in text
+    lines = refusal_lines(text)
+    assert len(lines) == 1 and lines[0].startswith("afbench: error: "), text
+
+
+# 6. demo repository: never deletes a folder -------------------------------------------------
+RELEASE = REPO / "resources" / "demo-release"
+
+
+# 8. the properties bench/robustness.py runs 5,000 times each, here briefly -------------------
+EXAMPLES_100 = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+EXAMPLES_60 = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+AFBENCH = str(Path(sys.executable).with_name("afbench"))
+
+
+def one_line(err: str) -> str:
+    assert "Traceback" not in err, err
+    lines = refusal_lines(err)
+    assert len(lines) == 1, err
+    return lines[0]
+
+
+def cli(*argv: object) -> tuple[int, str]:
+    return prop.cli(*argv)
+
+
+# --- 4. git runs hardened --------------------------------------------------------------------
+@pytest.fixture
+def git_release(tmp_path, release_files, demo_yaml):
+    """A checkout holding the demo release, and a config whose source is that checkout."""
+    checkout, revision = make_git_repo(tmp_path / "upstream", release_files)
+    cfg = config_for(
+        release_files,
+        revision,
+        {"kind": "git", "checkout": str(checkout)},
+        tmp_path / "results",
+        demo_yaml,
+    )
+    return checkout, revision, cfg
+
+
+def _selection_for(tmp_path: Path, task_ids: list[str]) -> Path:
+    doc = json.loads(prop.write_tree().selection.read_text())
+    doc["task_ids"] = task_ids
+    path = tmp_path / "selection.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _import_harbor_job(tmp_path: Path, job: Path, task_ids: list[str], out: Path):
+    """`afbench import-run` of one Harbor job folder on a selection of `task_ids`."""
+    selection = _selection_for(tmp_path, task_ids)
+    return cli(
+        *["import-run", "--selection", selection, "--name", "r", "--kind", "harbor"],
+        *["--path", job, "--output-dir", out],
+    )
+
+
+# --- 8. the same artifacts whatever the environment ------------------------------------------
+def _hostile_environment(tmp_path: Path) -> tuple[dict, Path]:
+    rc = tmp_path / "user-mpl"
+    rc.mkdir()
+    (rc / "matplotlibrc").write_text(
+        "text.usetex: True\nfont.family: serif\nfont.size: 31\nsvg.fonttype: path\n"
+        "axes.formatter.use_locale: True\nsvg.hashsalt: mine\nlines.linewidth: 7\n"
+    )
+    env = {
+        **snakemake_env(),
+        "MATPLOTLIBRC": str(rc / "matplotlibrc"),
+        "MPLCONFIGDIR": str(rc),
+        "MPLBACKEND": "no-such-backend",
+        "LC_ALL": "de_DE.UTF-8",
+        "LANG": "de_DE.UTF-8",
+        "TZ": "Pacific/Kiritimati",
+        "HOME": str(tmp_path / "no-such-home"),
+        "GIT_DIR": str(tmp_path / "nowhere"),
+    }
+    return env, rc
+
+
+EXAMPLES_150 = settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+
+
+DEMO = REPO / "config" / "demo.yaml"
+
+
+IMPORTS = "imports/source-present/budget-200"
+
+
+@pytest.fixture(scope="session")
+def demo_chain(tmp_path_factory, demo_run) -> tuple[Path, dict]:
+    base = tmp_path_factory.mktemp("numbers")
+    cfg = copy_demo_run(demo_run, base)  # run_all's tree, copied
+    return revision_dir(cfg), cfg
+
+
+@pytest.fixture(scope="session")
+def demo_chain_rev(demo_chain) -> Path:
+    return demo_chain[0]
+
+
+@pytest.fixture(scope="session")
+def demo_chain_analysis(demo_chain_rev) -> dict:
+    return json.loads((demo_chain_rev / "report/analysis.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def demo_chain_records(demo_chain_rev) -> dict[str, dict[str, dict]]:
+    """model -> task id -> the import's per-task record."""
+    return {
+        path.stem: {r["task_id"]: r for r in json.loads(path.read_text())["records"]}
+        for path in sorted((demo_chain_rev / IMPORTS).glob("demo-model-*.json"))
+    }
+
+
+@pytest.fixture(scope="session")
+def demo_chain_catalog(demo_chain_rev) -> dict:
+    return json.loads((demo_chain_rev / "tasks/catalog.json").read_text())
+
+
+TASK = "demo_s01_t001"
+
+
+# --- one copy of each trial: the lock ---------------------------------------------------------
+HOLD = """
+import sys, time
+from pathlib import Path
+from afbench import locking
+lock, release = Path(sys.argv[1]), Path(sys.argv[2])
+def waiting(who):
+    print("waiting for", who["pid"], flush=True)
+with locking.held(lock, on_wait=waiting, poll_s=0.05) as me:
+    print("held", me["pid"], flush=True)
+    while not release.exists():
+        time.sleep(0.02)
+print("released", flush=True)
+"""
+
+
+def holder_process(lock: Path, release: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(lock), str(release)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+
+
+def attempt(checksum: str | None, **verifier) -> dict:
+    return {
+        "task_id": TASK,
+        "trial_name": f"{TASK}__x",
+        "task_checksum": checksum,
+        "configuration": "c",
+        "verifier": {**harbor.VERIFIER_SETTINGS, **verifier},
+    }
+
+
+@pytest.fixture(scope="module")
+def checkout(tmp_path_factory) -> Path:
+    """The demo release as the git checkout a plan points at, at the pinned revision."""
+    root = tmp_path_factory.mktemp("upstream") / "demo-upstream"
+    demo.build_repository(REPO / "resources/demo-release", root)
+    return root
+
+
+def plan_fields(tmp_path: Path, checkout: Path, agent: str, harbor: str) -> list[str]:
+    """A trial job's plan flags for one task of the demo checkout: a catalog and a selection
+    of that task written beside them, the agent and the Harbor executable given."""
+    release = identity(load_config([REPO / "config/demo.yaml"])["release"])
+    catalog = tmp_path / "catalog.json"
+    catalog.write_text(
+        json.dumps(
+            declared(
+                CATALOG, release=release, license="x", tasks=[declared(TASK_ROW, task_id=TASK)]
+            )
+        )
+    )
+    selection = tmp_path / "selection.json"
+    selection.write_text(
+        json.dumps(
+            declared(
+                SELECTION, name="one", task_ids=[TASK], selection_sha256="0" * 64, release=release
+            )
+        )
+    )
+    return [
+        f"--catalog={catalog}",
+        f"--selection={selection}",
+        f"--agent={agent}",
+        f"--repository-dir={checkout}",
+        "--tasks-dir=tasks",
+        f"--jobs-dir={tmp_path / 'jobs'}",
+        "--environment-type=docker",
+        f"--harbor={harbor}",
+    ]
+
+
+def plan_for(checkout: Path, agent: str, jobs: Path, environment: str = "docker") -> dict:
+    config = load_config([REPO / "config/demo.yaml"])
+    release = identity(config["release"])
+    catalog = {"release": release, "license": "synthetic", "tasks": [{"task_id": TASK}]}
+    selection = {
+        "name": "infra",
+        "task_ids": [TASK],
+        "selection_sha256": "0" * 64,
+        "release": release,
+    }
+    plan = build_plan(
+        catalog, selection, agent, None, str(checkout), "tasks", str(jobs), environment
+    )
+    return plan["tasks"][0]
+
+
+def run(argv: list[str], cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        argv,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def python_argv(step: dict) -> list[str]:
+    assert step["argv"][0] == "python"
+    return [sys.executable, *step["argv"][1:]]
+
+
+def trial_skip_reason() -> str | None:
+    return harbor_skip_reason() or docker_skip_reason()
+
+
+@pytest.fixture
+def fetched_catalog(fetched_config):
+    return catalog_of(fetched_config)

@@ -1327,7 +1327,10 @@ def check_csv_text(cells: list[str]) -> str:
     for written, cell in zip(rows[1], cells, strict=True):
         assert not written.startswith(SPREADSHEET_TRIGGERS), repr(written)
         assert csv_text_value(written) == cell, (written, cell)
-    frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False)
+    # a one-column row of blanks is a row (pandas would skip it as a blank line)
+    frame = pd.read_csv(
+        io.StringIO(text), dtype=str, keep_default_na=False, na_filter=False, skip_blank_lines=False
+    )
     for i, cell in enumerate(cells):
         if cell != "":
             assert _unescape(frame[f"c{i}"].astype(object)).iloc[0] == cell

@@ -4,6 +4,9 @@ fragment merged into config makes the pipeline run on it."""
 from __future__ import annotations
 
 import copy
+import json
+import os
+import shutil
 
 import pytest
 import yaml
@@ -13,7 +16,15 @@ from afbench.config import merge, validate_config
 from afbench.discover import discover
 from afbench.errors import AfbenchError
 
-from conftest import config_file, config_for, git, make_git_repo, revision_dir, run_all
+from conftest import (
+    cli,
+    config_file,
+    config_for,
+    git,
+    make_git_repo,
+    revision_dir,
+    run_all,
+)
 
 
 def renamed_release(release_files: dict[str, bytes]) -> dict[str, bytes]:
@@ -91,3 +102,40 @@ def test_checkout_without_the_commit(upstream):
     with pytest.raises(AfbenchError, match="lacks the pinned commit|cat-file failed"):
         discover(cfg, repo)
     git(repo, "status")  # the checkout is untouched and still a repository
+
+
+def test_discover_reads_names_that_are_not_utf8_with_a_fixed_number_of_git_processes(
+    tmp_path, release_files, demo_yaml, monkeypatch
+):
+    files = dict(release_files)
+    for i in range(40):
+        files[f"extra/table-{i:02d}.csv"] = f"a,b\n{i},x\n".encode()
+    checkout, revision = make_git_repo(tmp_path / "upstream", files)
+    strange = os.fsdecode(b"r\xe9sultats.csv")  # Latin-1 bytes: not UTF-8
+    (checkout / strange).write_bytes(b"task_id,success\nt,true\n")
+    git(checkout, "add", "-A")
+    git(checkout, "commit", "-q", "-m", "a name that is not UTF-8")
+    revision = git(checkout, "rev-parse", "HEAD")
+    cfg = config_for(
+        release_files,
+        revision,
+        {"kind": "git", "checkout": str(checkout)},
+        tmp_path / "r",
+        demo_yaml,
+    )
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    log = tmp_path / "git-calls"
+    (shim / "git").write_text(f'#!/bin/sh\necho "$@" >> {log}\nexec {shutil.which("git")} "$@"\n')
+    (shim / "git").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{shim}{os.pathsep}{os.environ['PATH']}")
+    out = tmp_path / "found"
+    code, err = cli(
+        "discover", "--config", config_file(cfg), "--checkout", checkout, "--output-dir", out
+    )
+    assert code == 0, err
+    assert len(log.read_text().splitlines()) <= 3, log.read_text()
+    found = json.loads((out / "discovery.json").read_text())
+    paths = {f["path"] for f in found["csv_files"]}
+    assert "r\\xe9sultats.csv" in paths and "extra/table-39.csv" in paths
+    (out / "discovered.yaml").read_bytes().decode("utf-8")

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import os
 import stat
+import time
 
 import pytest
 
 from afbench.config import validate_config
 from afbench.errors import AfbenchError
-from afbench.fsutil import read_json_file, sha256_bytes
+from afbench.fetch import GitSource, HttpsSource
+from afbench.fsutil import (
+    read_json_file,
+    sha256_bytes,
+)
 
 from conftest import (
+    OWNER_REPO,
     body,
     config_for,
     fetch_release,
@@ -21,6 +27,7 @@ from conftest import (
     read_verified_file,
     redirect,
     release_dir,
+    revision_dir,
     status,
     write_tree,
 )
@@ -207,3 +214,124 @@ def test_moving_revision_is_refused_by_the_schema(demo_yaml, revision):
     cfg = dict(demo_yaml, release=dict(demo_yaml["release"], revision=revision))
     with pytest.raises(AfbenchError, match="release/revision"):
         validate_config(cfg)
+
+
+# 2. fetch: total_timeout_s against a drip --------------------------------------------------
+def drip(what: str, size: int = 200, pause: float = 0.05):
+    """A server that sends `size` bytes of headers or body one byte at a time (10 s in all):
+    never silent long enough for a read timeout."""
+
+    def fault(handler):
+        head = b"HTTP/1.0 200 OK\r\nContent-Length: %d\r\n\r\n" % size
+        data = (b"HTTP/1.0 200 OK\r\nX-Slow: " + b"a" * size) if what == "headers" else b"x" * size
+        try:
+            if what == "body":
+                handler.wfile.write(head)
+            for byte in data:
+                handler.wfile.write(bytes([byte]))
+                handler.wfile.flush()
+                time.sleep(pause)
+        except OSError:
+            pass  # the client hung up: what the deadline does
+        return True
+
+    return fault
+
+
+@pytest.mark.parametrize("what", ["body", "headers"])
+def test_total_timeout_holds_against_a_server_that_drips(http_release, what):
+    handler = http_release["handler"]
+    handler.faults[http_release["prefix"] + "MANIFEST.csv"] = drip(what)
+    source = HttpsSource(
+        https_source(http_release["base"], total_timeout_s=1, read_timeout_s=2, max_bytes=10**6),
+        OWNER_REPO,
+        http_release["revision"],
+    )
+    started = time.monotonic()
+    with pytest.raises(AfbenchError) as err:
+        source.read("MANIFEST.csv")
+    assert "exceeded the total time limit" in str(err.value)
+    assert "MANIFEST.csv" in str(err.value) and "source.total_timeout_s" in str(err.value)
+    assert time.monotonic() - started < 9  # the drip alone lasts 10 s
+
+
+def test_a_fast_download_after_a_timed_out_one_still_works(http_release, release_files):
+    handler = http_release["handler"]
+    handler.faults[http_release["prefix"] + "MANIFEST.csv"] = drip("body")
+    source = HttpsSource(
+        https_source(http_release["base"], total_timeout_s=1, max_bytes=10**6),
+        OWNER_REPO,
+        http_release["revision"],
+    )
+    with pytest.raises(AfbenchError, match="total time limit"):
+        source.read("MANIFEST.csv")
+    assert source.read("SOURCES.csv") == release_files["SOURCES.csv"]
+
+
+def test_a_missing_commit_and_a_missing_object_each_say_so(git_release, tmp_path):
+    checkout, revision, _cfg = git_release
+    source = GitSource({"checkout": str(checkout), "max_bytes": 1 << 20}, "f" * 40)
+    with pytest.raises(AfbenchError, match="does not contain the pinned commit"):
+        source.read("MANIFEST.csv")
+    source.close()
+    oid = git(checkout, "rev-parse", f"{revision}:SOURCES.csv")
+    (checkout / ".git" / "objects" / oid[:2] / oid[2:]).unlink()
+    source = GitSource({"checkout": str(checkout), "max_bytes": 1 << 20}, revision)
+    assert source.read("MANIFEST.csv")
+    with pytest.raises(AfbenchError, match=f"missing object {oid} \\(SOURCES.csv\\)"):
+        source.read("SOURCES.csv")
+    with pytest.raises(AfbenchError, match="file not present at the pinned commit"):
+        source.read("NOT-THERE.csv")
+    source.close()
+
+
+def slow_headers(delay: float):
+    def fault(handler):
+        time.sleep(delay)
+        handler.send_error(500)
+        return True
+
+    return fault
+
+
+@pytest.mark.parametrize(
+    "fault,overrides,match",
+    [
+        (slow_headers(2.5), {"retries": 0}, "ReadTimeout"),
+        (body(b"x" * 1000, delay=2.5), {"retries": 0}, "download failed"),
+        (
+            body(b"x" * 1000, delay=0.5),
+            {"total_timeout_s": 0.2, "read_timeout_s": 2},
+            "total time limit",
+        ),
+    ],
+)
+def test_slow_servers_time_out(
+    tmp_path, http_release, release_files, demo_yaml, fault, overrides, match
+):
+    http_release["handler"].faults[http_release["prefix"] + "MANIFEST.csv"] = fault
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"], **overrides),
+        tmp_path / "r",
+        demo_yaml,
+    )
+    with pytest.raises(AfbenchError, match=match):
+        fetch_release(cfg, only=["manifest"])
+    assert not (revision_dir(cfg) / "release/MANIFEST.csv").exists()
+
+
+def test_redirect_loop_is_refused(tmp_path, http_release, release_files, demo_yaml):
+    prefix = http_release["prefix"]
+    http_release["handler"].faults[prefix + "MANIFEST.csv"] = redirect(prefix + "b.csv")
+    http_release["handler"].faults[prefix + "b.csv"] = redirect(prefix + "MANIFEST.csv")
+    cfg = config_for(
+        release_files,
+        http_release["revision"],
+        https_source(http_release["base"]),
+        tmp_path / "r",
+        demo_yaml,
+    )
+    with pytest.raises(AfbenchError, match="redirect loop"):
+        fetch_release(cfg, only=["manifest"])

@@ -12,7 +12,7 @@ import pytest
 
 from afbench import figures
 
-from conftest import config_for, run_all, write_tree
+from conftest import revision_dir
 
 
 def matplotlib_tight_svg(fig) -> str:
@@ -24,13 +24,8 @@ def matplotlib_tight_svg(fig) -> str:
 
 
 @pytest.fixture(scope="module")
-def analysis(tmp_path_factory, release_files, demo_yaml) -> dict:
-    root = tmp_path_factory.mktemp("figures")
-    mirror = write_tree(root / "mirror", release_files)
-    cfg = config_for(
-        release_files, "c" * 40, {"kind": "dir", "mirror": str(mirror)}, root / "out", demo_yaml
-    )
-    report = run_all(cfg) / "report"
+def analysis(demo_run) -> dict:
+    report = revision_dir(demo_run) / "report"  # run_all's, only read
     return json.loads((report / "analysis.json").read_text())
 
 
@@ -38,7 +33,7 @@ def test_figures_are_byte_identical_to_matplotlibs_tight_savefig(analysis, monke
     ours = figures.make_figures(analysis)
     monkeypatch.setattr(figures, "_svg", matplotlib_tight_svg)
     theirs = figures.make_figures(analysis)
-    assert sorted(ours) == ["cost_success", "leaderboard", "paired", "per_source"]
+    assert sorted(ours) == ["cost_success", "failures", "leaderboard", "paired", "per_source"]
     for name in theirs:
         assert ours[name] == theirs[name], name
 
@@ -125,3 +120,47 @@ def test_cost_labels_never_overlap_as_the_svg_renderer_measures_them(case, analy
         assert not any(box.overlaps(tick) for tick in ticks), text.get_text()
     svg = figures.cost_figure(models, [], 200)
     assert svg == figures.cost_figure(models, [], 200)  # placed the same way every time
+
+
+# 5. figures: labels drawn literally --------------------------------------------------------
+LABELS = ["$x^2$", r"\frac{a}{b}", r"$\frac$", "a$b", r"a\$b", "<&>", "50% $5 $"]
+
+
+def svg_texts(svg: str) -> list[str]:
+    return [
+        "".join(t.itertext()) for t in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}text")
+    ]
+
+
+def test_every_figure_draws_display_names_exactly_as_typed():
+    models = [f"m{i}" for i in range(len(LABELS))]
+    labels = dict(zip(models, LABELS, strict=True))
+    board = [
+        {
+            "display_name": n,
+            "success_rate": 0.5,
+            "wilson_low": 0.4,
+            "wilson_high": 0.6,
+            "clustered": {"low": 0.35, "high": 0.65},
+        }
+        for n in LABELS
+    ]
+    cost = [
+        {"display_name": n, "mean_cost_usd": i, "success_rate": 0.1 * i, "on_frontier": i % 2 == 0}
+        for i, n in enumerate(LABELS)
+    ]
+    pairs = [
+        {"a": models[0], "b": m, "difference_difference": 0.1, "significant": True}
+        for m in models[1:]
+    ]
+    sources = [{"source_id": "s$1$", "tasks": 3, "rates": dict.fromkeys(models, 0.5)}]
+    drawn = {
+        "leaderboard": svg_texts(figures.leaderboard_figure(board, 0.95)),
+        "cost": svg_texts(figures.cost_figure(cost, [], 200)),
+        "pairs": svg_texts(figures.pairs_figure(models, labels, pairs)),
+        "per_source": svg_texts(figures.per_source_figure(sources, models, labels)),
+    }
+    for name, texts in drawn.items():
+        for label in LABELS:
+            assert label in texts, (name, label, texts)
+    assert "s$1$ (3)" in drawn["per_source"]

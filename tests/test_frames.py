@@ -23,21 +23,19 @@ from afbench.errors import AfbenchError
 
 from conftest import (
     FIXTURES,
-    REPO,
     VERDICTS,
     add_local_runs,
     afbench,
-    config_for,
-    run_all,
+    copy_demo_run,
+    revision_dir,
     verdict,
-    write_tree,
 )
 
-# The README's example (section "Results as DataFrames"), run as written by the test below.
+# docs/exports.md's example ("Results as DataFrames"), run as written by the test below.
 README_EXAMPLE = """\
 import afbench.frames as af
 
-root = "results/085f3b8dcf191151543243ff129ed421e711426d"  # what `make demo` wrote
+root = "results/32dc044889dee3431a6106dfb8d47867e2cc087c"  # what `make demo` wrote
 
 board = af.leaderboard(root)  # one row per model, with the report's Wilson intervals
 board[["rank", "model", "passes", "success_rate", "wilson_low", "wilson_high"]]
@@ -45,7 +43,7 @@ board[["rank", "model", "passes", "success_rate", "wilson_low", "wilson_high"]]
 results = af.official_results(root)  # one row per model x task, as the authors reported it
 results.pivot_table(index="source_id", columns="model", values="success", aggfunc="mean")
 
-pairs = af.comparisons(root)  # paired comparisons: exact McNemar, Holm-adjusted
+pairs = af.comparisons(root)  # paired comparisons: sign-flip over sources (and exact McNemar), Holm
 pairs[pairs.significant][["a", "b", "difference", "difference_low", "difference_high"]]
 
 tasks = af.tasks(root)
@@ -55,19 +53,11 @@ unsolved.nlargest(5, "cost_usd")[["model", "task_id", "source_ref", "cost_usd", 
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory, release_files, demo_yaml) -> Path:
+def demo(tmp_path_factory, demo_run) -> Path:
     """results/<the demo revision>/ as the pipeline lays it out, under a folder that is the
     working directory of the README example; plus two local runs."""
     base = tmp_path_factory.mktemp("frames")
-    mirror = write_tree(base / "mirror", release_files)
-    cfg = config_for(
-        release_files,
-        demo_yaml["release"]["revision"],
-        {"kind": "dir", "mirror": str(mirror)},
-        base / "results",
-        demo_yaml,
-    )
-    rev = run_all(cfg)
+    rev = revision_dir(copy_demo_run(demo_run, base))  # run_all's tree, copied
     add_local_runs(base, rev)
     return rev
 
@@ -156,10 +146,11 @@ def test_leaderboard_is_the_summarys_with_the_reports_wilson_intervals(demo, tmp
     # without the report: the same leaderboard, its interval columns unknown (not 0)
     bare = af.leaderboard(subset(demo, tmp_path, "imports"))
     check_schema(bare, "leaderboard")
-    from_report = list(af.COLUMNS["leaderboard"])[18:]
+    from_report = list(af.COLUMNS["leaderboard"])[20:]
     assert from_report[0] == "confidence" and "design_effect" in from_report
+    assert "clustered_df" in from_report and "errors_clustered_low" in from_report
     assert bare[from_report].isna().all().all()
-    pd.testing.assert_frame_equal(bare.iloc[:, :18], board.iloc[:, :18])
+    pd.testing.assert_frame_equal(bare.iloc[:, :20], board.iloc[:, :20])
     # the summary's tiers, bounds and published counts are there without the report
     assert bare.leader_tier.iloc[0] and bare.letters.iloc[0] == "a"
     assert (bare.passes_errors_as_successes == bare.passes + bare.infrastructure_errors).all()
@@ -194,8 +185,12 @@ def test_comparisons_counts_agree_with_the_per_task_results(demo):
     assert (pairs.difference - (pairs.only_a - pairs.only_b) / pairs.tasks).abs().max() < 1e-12
     assert (pairs.difference_low < pairs.difference).all()
     assert (pairs.difference < pairs.difference_high).all()
-    assert (pairs.significant == (pairs.p_holm < 0.05)).all()
+    # the decision shown is the sign-flip test's; the task-level one is beside it
+    assert (pairs.significant == (pairs.p_sign_flip_holm < 0.05)).all()
+    assert (pairs.significant_tasks_as_unit == (pairs.p_holm < 0.05)).all()
     assert (pairs.p_holm >= pairs.p_exact).all()
+    assert (pairs.p_sign_flip_holm >= pairs.p_sign_flip).all()
+    assert (pairs.clustered_sources == 24).all() and (pairs.clustered_df <= 23).all()
 
 
 def test_run_tables_one_row_per_trial_and_per_configuration_and_task(demo):
@@ -303,6 +298,8 @@ def test_available_tables_are_those_whose_artifacts_the_folder_holds(demo, tmp_p
     assert af.available_tables(subset(demo, tmp_path, "imports")) == [
         "official_results",
         "leaderboard",
+        "official_failures",  # the failure anatomy and the task table live beside the imports
+        "task_table",
     ]
 
 
@@ -447,6 +444,11 @@ def test_readme_example_runs_as_written_on_the_demo_output(demo, monkeypatch):
     assert len(namespace["board"]) == 9 and len(namespace["results"]) == 9 * 341
     assert namespace["pairs"].significant.any()
     assert len(namespace["unsolved"]) == (~namespace["results"].success).sum()
-    blocks = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), re.S)
-    shown = [b for b in blocks if "import afbench.frames as af" in b]
-    assert all(b == README_EXAMPLE for b in shown), "README's example differs from this test's"
+    from test_readme import blocks
+
+    shown = [
+        text
+        for marker, _, text in blocks()
+        if marker and "tests/test_frames.py::test_readme_example_runs_as_written" in marker
+    ]
+    assert shown == [README_EXAMPLE], "docs/exports.md's example differs from this test's"

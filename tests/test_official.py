@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import io
 import json
@@ -11,11 +12,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from afbench import demo
+from afbench.compare import summarize
 from afbench.errors import AfbenchError
-from afbench.official import summarize
+from afbench.fsutil import json_bytes
+from afbench.official import parse_results
 
 import properties as prop
-from conftest import afbench, config_for, fetch_release, import_model, release_dir, write_tree
+from conftest import (
+    afbench,
+    config_for,
+    fetch_release,
+    import_model,
+    release_dir,
+    write_tree,
+)
 
 MODEL = "demo-model-a"
 PATH = f"results/{MODEL}.csv"
@@ -197,10 +207,10 @@ def test_comparison_refuses_different_scaffolds(fetched_config):
 def test_import_results_streams_models_into_the_bytes_of_the_whole_record(fetched_config, tmp_path):
     """The seed's one-process import keeps one model at a time: its file is byte for byte the
     record written whole, with each model as the pipeline's import-model job writes it."""
+    from afbench.compare import reduced
     from afbench.config import published_facts
     from afbench.fsutil import json_bytes
-    from afbench.official import reduced
-    from afbench.records import OFFICIAL_REFERENCE, record
+    from afbench.kinds import OFFICIAL_REFERENCE
 
     out = tmp_path / "reference.json"
     afbench(
@@ -214,8 +224,8 @@ def test_import_results_streams_models_into_the_bytes_of_the_whole_record(fetche
     )
     models = [import_model(fetched_config, slug) for slug in fetched_config["models"]]
     summary = summarize([reduced(m) for m in models], False, published_facts(fetched_config))
-    whole = record(OFFICIAL_REFERENCE, summary=summary)
-    assert out.read_bytes() == json_bytes({**whole, "models": models})
+    whole = OFFICIAL_REFERENCE.record(summary=summary, models=models)
+    assert out.read_bytes() == json_bytes(whole)
     lines = out.read_bytes().splitlines()
     assert (
         sum(line.startswith(b'    {"kind": "afbench official results import"') for line in lines)
@@ -244,11 +254,11 @@ def written_import(written) -> bytes:
 
 def strictly(data: bytes):
     from afbench.fsutil import parse_json_bytes
+    from afbench.kinds import MODEL_IMPORT
     from afbench.official import outcomes
-    from afbench.records import MODEL_IMPORT, checked
 
     try:
-        return outcomes(checked(parse_json_bytes(data, "f", "x"), "f", MODEL_IMPORT), "f")
+        return outcomes(MODEL_IMPORT.check(parse_json_bytes(data, "f", "x"), "f"), "f")
     except AfbenchError as exc:
         return str(exc)
 
@@ -285,6 +295,54 @@ def test_outcomes_read_by_layout_are_what_the_strict_reader_reads(written, edits
     assert in_order is None or in_order == strictly(data)
 
 
+def whole(data: bytes):
+    from afbench.fsutil import parse_json_bytes
+    from afbench.kinds import MODEL_IMPORT
+
+    try:
+        return MODEL_IMPORT.check(parse_json_bytes(data, "f", MODEL_IMPORT.what), "f")
+    except AfbenchError as exc:
+        return str(exc)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    edits=st.lists(
+        st.tuples(
+            st.integers(0, 10**6),
+            st.sampled_from(["flip", "insert", "delete", "truncate"]),
+            st.sampled_from(JSON_BITS),
+        ),
+        min_size=0,
+        max_size=3,
+    )
+)
+def test_an_import_read_by_its_layout_is_what_the_strict_reader_reads(written, edits):
+    """MODEL_IMPORT.read (afbench.kinds.lines: the records checked by the expression made from
+    their declaration, when the file is laid out as afbench writes it) gives the strict
+    reader's record, or its refusal, whatever the bytes."""
+    from afbench.kinds import MODEL_IMPORT, lines
+
+    data, _ = written
+    for position, kind, payload in edits:
+        data = prop.mutate(data, position, kind, payload)
+    try:
+        read = lines.parse(MODEL_IMPORT, data, "f")
+    except AfbenchError as exc:
+        read = str(exc)
+    assert read == whole(data)
+
+
+def test_a_written_import_is_read_by_its_layout(written):
+    from afbench.kinds import MODEL_IMPORT, lines
+
+    data, _ = written
+    name, pattern = lines.layout(MODEL_IMPORT)
+    head, first, end = lines.split(MODEL_IMPORT, data, "f")
+    assert name == "records" and head["records"] == []
+    assert pattern.fullmatch(data, first, end) is not None
+
+
 def test_outcomes_are_read_by_layout_and_a_repeated_key_is_refused(written, tmp_path):
     from afbench.official import _outcomes_as_written, read_outcomes, task_order
 
@@ -310,7 +368,8 @@ def test_outcomes_are_read_by_layout_and_a_repeated_key_is_refused(written, tmp_
 def test_success_bits_follow_task_ids_whatever_the_record_order():
     """reduced() reuses the ranking of the import before when the records' keys are the same:
     an import in another order, or of other tasks, must still get its own ranking."""
-    from afbench.official import Outcomes, reduced
+    from afbench.compare import reduced
+    from afbench.official import Outcomes
 
     def bits(pairs: list[tuple[str, bool]]) -> int:
         keys = [f'{task}", "source_id": "s'.encode() for task, _ in pairs]
@@ -323,3 +382,78 @@ def test_success_bits_follow_task_ids_whatever_the_record_order():
     assert bits([("t3", True), ("t1", False), ("t2", False), ("t4", False)]) == 0b0100
     assert bits([("b", True), ("a", False)]) == 0b10
     assert bits([]) == 0
+
+
+@pytest.mark.parametrize(
+    "cost",
+    [
+        "NaN",
+        "nan",
+        "Infinity",
+        "-inf",
+        "-0",
+        "-0.0",
+        "1e309",
+        "0x10",
+        "1_000",
+        " 5",
+        "5 ",
+        "",
+        '"1,5"',
+    ],
+)
+def test_non_finite_and_odd_costs_are_refused(cost):
+    data = prop.RESULTS.replace(b",12.5,", f",{cost},".encode())
+    with pytest.raises(AfbenchError, match="row 2: field 'cost_usd'"):
+        prop.read_all(prop.MANIFEST, prop.SOURCES, data)
+
+
+def test_strict_published_import_results_refuses_a_difference(demo_chain, tmp_path):
+    demo_chain_rev, cfg = demo_chain
+    cfg = copy.deepcopy(cfg)
+    cfg["models"]["demo-model-a"]["published_passes"] = 265
+    args = [
+        "import-results",
+        "--release-dir",
+        demo_chain_rev / "release",
+        "--model",
+        "demo-model-a",
+    ]
+    warnings = afbench(*args, "--output", tmp_path / "ref.json", cfg=cfg)
+    assert warnings and "'demo-model-a'" in warnings[0] and "266 passes" in warnings[0]
+    with pytest.raises(AfbenchError, match=r"strict published check refused.*266 passes.*265"):
+        afbench(*args, "--strict-published", "--output", tmp_path / "s.json", cfg=cfg)
+    assert not (tmp_path / "s.json").exists()
+
+
+def test_problems_come_in_row_order_then_file_level():
+    data = (
+        prop.RESULTS.replace(b"t1,s1,A.one,2,true,2,12.5", b"t1,s9,A.one,2,yes,2,-1")
+        .replace(
+            b"B.three,3,false,1,3.25e1,infrastructure_error,source-present,sc,",
+            b"B.three,3,false,x,3.25e1,infrastructure_error,source-present,other,",
+        )
+        .replace(b"t2,s1,A.two,1,false,0,200.0,budget_exhausted,source-present,sc,tl,sp,\n", b"")
+    )
+    with pytest.raises(AfbenchError) as err:
+        parse_results(data, "R", prop.RESULTS_MAP, prop.TASKS, "source-present")
+    assert [str(p) for p in err.value.problems] == [
+        "R: row 2: field 'source_id': differs from the MANIFEST row (expected s1, found 's9')",
+        "R: row 2: field 'success': not a boolean (expected true or false, found 'yes')",
+        "R: row 2: field 'cost_usd': not a finite, non-negative number "
+        "(expected a decimal such as 12.5, found '-1')",
+        "R: row 3: field 'obligations_accepted': not a whole number "
+        "(expected digits only, found 'x')",
+        "R: field 'task_id': 1 MANIFEST task(s) missing: t2",
+        "R: row 3: field 'scaffold': must be constant within the file (most rows differ) "
+        "(expected sc, found 'other')",
+    ]
+
+
+def test_records_are_plain_python_values_and_serialise():
+    records, constants, extra = parse_results(
+        prop.RESULTS, "R", prop.RESULTS_MAP, prop.TASKS, "source-present"
+    )
+    assert [type(v) for v in records[0].values()] == [str, str, bool, int, int, float, str, str]
+    assert records[1]["finished_at"] is None and constants["scaffold"] == "sc" and extra == []
+    assert json_bytes(records).count(b"\n") == len(records) + 2

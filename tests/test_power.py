@@ -13,7 +13,10 @@ power 0.8 gives 23 pairs."""
 
 from __future__ import annotations
 
+import functools
+import json
 import math
+from statistics import NormalDist
 
 import pytest
 
@@ -26,6 +29,8 @@ from afbench.stats import (
     mcnemar_exact,
     mcnemar_sample_size,
 )
+
+from conftest import afbench
 
 
 def test_the_published_example():
@@ -174,3 +179,295 @@ def test_largest_differences_are_allowed():
     assert mcnemar_sample_size(0.3, baseline_rate=0.7)["discordance"] == pytest.approx(0.3)
     smallest = mcnemar_sample_size(0.5, discordance=0.5)["tasks"]
     assert mcnemar_detectable_difference(smallest, discordance=0.5)["difference"] <= 0.5
+
+
+# --- afbench.power: the planner of the report's tests --------------------------------------
+from fractions import Fraction  # noqa: E402
+
+from afbench import power as planner  # noqa: E402
+from afbench.errors import AfbenchError  # noqa: E402
+
+
+def exact_power_by_hand(n: int, p10: float, p01: float, level: float) -> float:
+    """Every table (A, B, rest) of n tasks by its multinomial probability, rejected when the
+    tail-doubled exact p (exact fractions) is below the level."""
+    total = 0.0
+    for a in range(n + 1):
+        for b in range(n + 1 - a):
+            d, k = a + b, min(a, b)
+            tail = Fraction(sum(math.comb(d, i) for i in range(k + 1)), 2**d)
+            if min(1, 2 * tail) < Fraction(level):
+                ways = math.comb(n, a) * math.comb(n - a, b)
+                total += ways * p10**a * p01**b * (1 - p10 - p01) ** (n - a - b)
+    return total
+
+
+@pytest.mark.parametrize(
+    ("n", "p10", "p01", "level"),
+    [
+        (20, 0.3, 0.1, 0.05),
+        (35, 0.25, 0.15, 0.05),
+        (30, 0.4, 0.05, 0.05 / 36),
+        (12, 0.5, 0.0, 0.05),
+    ],
+)
+def test_exact_power_is_the_sum_over_every_table(n, p10, p01, level):
+    found = planner._ExactTest(level).power(n, p10, p01)
+    assert found == pytest.approx(exact_power_by_hand(n, p10, p01, level), abs=1e-12)
+
+
+def test_the_smallest_count_reaching_the_power_and_the_smallest_difference():
+    found = planner.exact_tasks(0.4, 0.05, 0.8, discordance=0.5)
+    n = found["tasks"]
+    assert (
+        exact_power_by_hand(n, 0.45, 0.05, 0.05)
+        >= 0.8
+        > exact_power_by_hand(n - 1, 0.45, 0.05, 0.05)
+    )
+    assert found["connor_tasks"] == 23  # the published example's normal approximation
+    inverse = planner.exact_difference(n, 0.05, 0.8, discordance=0.5)
+    assert inverse["difference"] <= 0.4 and inverse["power"] >= 0.8
+    assert planner.exact_difference(3, 0.05, 0.8, discordance=0.5) is None
+
+
+def test_anova_icc_by_hand():
+    # two sources of 4: (4 of 4) and (0 of 4): MSB = 8·0.25·... identical within, so ρ = 1 -> 0.999
+    assert planner.anova_icc([4, 0], [4, 4]) == 0.999
+    # the same share everywhere: no between-source variation
+    assert planner.anova_icc([2, 2, 2], [4, 4, 4]) == 0.0
+    # (3 of 4, 1 of 4): p = 1/2, MSB = (4·(1/4)² ·2)/1 = 0.5, MSW = (3·1/4 + 1·3/4)/6 = 0.25,
+    # n0 = (8 - 32/8)/1 = 4: ρ = (0.5 - 0.25)/(0.5 + 3·0.25) = 0.2
+    assert planner.anova_icc([3, 1], [4, 4]) == pytest.approx(0.2)
+    assert planner.anova_icc([1], [4]) == 0.0
+
+
+def test_allocation_follows_the_stratified_selection_and_grows_beyond_the_release():
+    sizes = [13, 12, 12, 11]
+    assert planner.allocate(sizes, 24) == [7, 6, 6, 5]
+    assert sum(planner.allocate(sizes, 480)) == 480 and planner.allocate(sizes, 96) == [
+        26,
+        24,
+        24,
+        22,
+    ]
+
+
+def test_sign_flip_power_is_seeded_and_grows_with_the_difference():
+    allocation = [10] * 24
+    args = (0.25, 0.05, 0.1, 0.05)
+    first = planner.sign_flip_power(allocation, 0.08, *args, draws=400, seed=1)
+    assert first == planner.sign_flip_power(allocation, 0.08, *args, draws=400, seed=1)
+    assert planner.sign_flip_power(allocation, 0.0, *args, draws=400, seed=1) <= 0.08
+    assert planner.sign_flip_power(allocation, 0.2, *args, draws=400, seed=1) > first
+
+
+def models_like(sizes, psi, icc_d, icc_w) -> dict:
+    return {
+        "a": "A",
+        "b": "B",
+        "source_condition": "source-present",
+        "tasks": sum(sizes),
+        "only_a": 1,
+        "only_b": 1,
+        "discordance": psi,
+        "design_effect": None,
+        "sources": {f"s{i}": {"tasks": n, "only_a": 0, "only_b": 0} for i, n in enumerate(sizes)},
+        "discordance_icc": icc_d,
+        "direction_icc": icc_w,
+    }
+
+
+def test_the_plan_says_when_24_sources_cannot_reach_the_power_and_when_it_exceeds_the_release():
+    sizes = [14] * 24
+    beyond = planner.plan(
+        difference=0.05,
+        tasks=None,
+        alpha=0.05,
+        power=0.95,
+        configurations=9,
+        models=models_like(sizes, 0.3, 0.0, 0.5),
+        draws=300,
+    )
+    assert beyond["sources_as_unit"]["reachable"] is False and beyond["family"] == 36
+    assert "no number of tasks from these 24 sources" in beyond["line"]
+    larger = planner.plan(
+        difference=0.1,
+        tasks=None,
+        alpha=0.05,
+        power=0.8,
+        configurations=9,
+        models=models_like(sizes, 0.25, 0.0, 0.05),
+        draws=300,
+    )
+    assert larger["sources_as_unit"]["exceeds_release"] is True
+    assert "more than the release has" in larger["line"]
+    assert larger["tasks_as_unit"]["exceeds_release"] is (larger["tasks_as_unit"]["tasks"] > 336)
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        ({"configurations": 1}, "at least two configurations"),
+        ({"difference": 0.5}, "below the discordance"),
+        ({"difference": None}, "say what to plan"),
+        ({"alpha": 1.0}, "alpha"),
+    ],
+)
+def test_plan_refusals(overrides, message):
+    settings = {
+        "difference": 0.1,
+        "tasks": None,
+        "alpha": 0.05,
+        "power": 0.8,
+        "models": models_like([14] * 24, 0.25, 0.0, 0.0),
+        **overrides,
+    }
+    with pytest.raises(AfbenchError, match=message):
+        planner.plan(**settings)
+
+
+def test_the_execute_line_is_the_exact_tests_detectable_difference():
+    line = planner.execute_line(50)
+    assert line.startswith("50 task(s) can detect a paired difference of 28.7 pp or more")
+    assert "exact McNemar (tasks as the unit)" in line
+    assert "no paired difference at all" in planner.execute_line(2)
+
+
+# --- the run planner ------------------------------------------------------------------------
+def connor(delta: float, psi: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    normal = NormalDist()
+    root = normal.inv_cdf(1 - alpha / 2) * math.sqrt(psi) + normal.inv_cdf(power) * math.sqrt(
+        psi - delta * delta
+    )
+    return root * root / (delta * delta)
+
+
+@functools.cache
+def exact_rejection(d: int, level: float) -> int:
+    """The largest k with 2·P(Bin(d, 1/2) <= k) below the level (-1 if none), exactly: with
+    level = num/den, 2·C/2^d < num/den is 2·C·den < num·2^d in whole numbers, C the sum of
+    binomial coefficients (cached: exact_power asks the same d for every n of a range)."""
+    num, den = Fraction(level).as_integer_ratio()
+    tail, reject, comb = 0, -1, 1
+    for k in range((d + 1) // 2):
+        tail += comb  # math.comb(d, k), one step on from math.comb(d, k - 1)
+        comb = comb * (d - k) // (k + 1)
+        if 2 * tail * den < num * 2**d:
+            reject = k
+        else:
+            break
+    return reject
+
+
+def exact_power(n: int, p10: float, p01: float, level: float) -> float:
+    """The exact McNemar test's power by hand: over D ~ Bin(n, ψ) and A | D ~ Bin(D, p10/ψ),
+    the probability that 2·P(Bin(D, 1/2) <= min(A, D - A)) (tail-doubled, capped at 1) is below
+    the level, with exact whole numbers for the test and scipy.stats.binom for the draws (one
+    vectorised call each, summed in the order of d)."""
+    import numpy as np
+    from scipy.stats import binom
+
+    psi = p10 + p01
+    share = p10 / psi
+    d = np.arange(n + 1)
+    reject = np.array([exact_rejection(int(x), level) for x in d])
+    d, reject = d[reject >= 0], reject[reject >= 0]
+    inside = binom.cdf(reject, d, share) + binom.sf(d - reject - 1, d, share)
+    total = 0.0
+    for term in binom.pmf(d, n, psi) * inside:
+        total += float(term)
+    return total
+
+
+def test_power_gives_the_tasks_for_a_difference_and_its_inverse(tmp_path, capsys):
+    afbench(
+        "power",
+        *("--difference", "0.1", "--alpha", "0.05", "--power", "0.8", "--baseline-rate", "0.5"),
+        *("--output", tmp_path / "n.json"),
+    )
+    line = capsys.readouterr().out.strip()
+    plan = json.loads((tmp_path / "n.json").read_text())
+    p10, p01 = 0.6 * 0.5, 0.5 * 0.4  # p_a = 0.6, p_b = 0.5, successes independent
+    exact = plan["tasks_as_unit"]
+    # Connor's 391 falls short with the exact test (0.783); 408 is the first count reaching 0.8
+    assert exact["connor_tasks"] == math.ceil(connor(0.1, p10 + p01)) == 391
+    assert 0.78 < exact_power(391, p10, p01, 0.05) < 0.79
+    assert exact["tasks"] == 408 and exact["power"] == pytest.approx(
+        exact_power(408, p10, p01, 0.05), abs=1e-9
+    )
+    assert all(exact_power(n, p10, p01, 0.05) < 0.8 for n in range(400, 408))
+    assert plan["sources_as_unit"] is None and "only the test with tasks as the unit" in line
+    assert line == plan["line"] and "\n" not in line
+    assert line.startswith("afbench power: 408 tasks detect a paired difference of 0.1")
+    # nine configurations: Holm's first step over 36 pairs
+    afbench(
+        "power",
+        *("--difference", "0.1", "--baseline-rate", "0.5", "--configurations", "9"),
+        *("--output", tmp_path / "nine.json"),
+    )
+    nine = json.loads((tmp_path / "nine.json").read_text())
+    assert (nine["family"], nine["level"]) == (36, 0.05 / 36)
+    n = nine["tasks_as_unit"]["tasks"]
+    assert exact_power(n, p10, p01, 0.05 / 36) >= 0.8 > exact_power(n - 1, p10, p01, 0.05 / 36)
+    # the inverse: the smallest difference 408 tasks detect is at most 0.1
+    afbench("power", "--tasks", "408", "--baseline-rate", "0.5", "--output", tmp_path / "d.json")
+    found = json.loads((tmp_path / "d.json").read_text())["tasks_as_unit"]["difference"]
+    assert 0.099 < found <= 0.1
+    capsys.readouterr()
+    afbench("power", "--tasks", "5", "--baseline-rate", "0.5")
+    assert "no paired difference at all" in capsys.readouterr().out
+
+
+def test_power_over_two_models_uses_their_observed_discordance(
+    demo_chain_rev, demo_chain_records, demo_chain_catalog, capsys
+):
+    afbench(
+        "power",
+        *(
+            "--difference",
+            "0.1",
+            "--models",
+            "demo-model-c",
+            "demo-model-d",
+            "--root",
+            demo_chain_rev,
+        ),
+        *("--output", demo_chain_rev.parent / "power-c-d.json"),
+    )
+    plan = json.loads((demo_chain_rev.parent / "power-c-d.json").read_text())
+    c, d = demo_chain_records["demo-model-c"], demo_chain_records["demo-model-d"]
+    discordant = sum(c[t]["success"] != d[t]["success"] for t in c)
+    models = plan["models"]
+    assert models["only_a"] + models["only_b"] == discordant
+    assert models["discordance"] == discordant / 341
+    # per source, the counts the between-source variation is estimated from
+    for source in demo_chain_catalog["sources"]:
+        ids = [
+            t["task_id"]
+            for t in demo_chain_catalog["tasks"]
+            if t["source_id"] == source["source_id"]
+        ]
+        cell = models["sources"][source["source_id"]]
+        assert cell["tasks"] == len(ids)
+        assert cell["only_a"] == sum(c[t]["success"] and not d[t]["success"] for t in ids)
+    sources = plan["sources_as_unit"]
+    assert sources["draws"] == 4000 and sources["seed"] == 20261202
+    assert sources["power"] >= 0.8 and sources["reachable"] is True
+    assert sources["monte_carlo_error"] == pytest.approx(
+        math.sqrt(sources["power"] * (1 - sources["power"]) / 4000)
+    )
+    assert plan["release"]["revision"] == demo_chain_rev.name
+    out = capsys.readouterr().out
+    assert "with the report's sign-flip test over sources" in out
+    assert "planning assumption" in out and "official source-present results" in out
+    with pytest.raises(AfbenchError, match="no import of model 'demo-model-z'"):
+        afbench(
+            "power",
+            "--difference",
+            "0.1",
+            "--models",
+            "demo-model-c",
+            "demo-model-z",
+            "--root",
+            demo_chain_rev,
+        )

@@ -12,14 +12,32 @@ from html import unescape
 from pathlib import Path
 
 import pytest
+from hypothesis import given
 
+import afbench.frames as af
+from afbench import demo, ledger
+from afbench.config import load_config
+from afbench.errors import AfbenchError
+from afbench.kinds import SELECTION
+from afbench.release import identity
+
+import properties as prop
 from conftest import (
+    AFBENCH,
+    EXAMPLES_60,
+    FIXTURES,
     REPO,
+    TASK,
+    _hostile_environment,
     add_local_runs,
     afbench,
     config_for,
+    copy_demo_run,
+    declared,
     demo_revision,
     job,
+    published_flags,
+    release_dir,
     revision_dir,
     run_all,
     write_tree,
@@ -27,8 +45,8 @@ from conftest import (
 
 
 @pytest.fixture
-def report_dir(dir_config):
-    return run_all(dir_config) / "report"
+def report_dir(built_config):
+    return revision_dir(built_config) / "report"
 
 
 def test_report_is_self_contained_with_every_section(report_dir):
@@ -41,11 +59,13 @@ def test_report_is_self_contained_with_every_section(report_dir):
         "cost",
         "budget",
         "sources",
+        "failures",
+        "tasks",
         "local-runs",
         "provenance",
     ):
         assert f'id="{anchor}"' in html
-    assert html.count("<svg") == 4
+    assert html.count("<svg") == 5  # the failure classes' figure too
     assert not re.search(r"""(src|href)=["']?(https?:)?//""", html)  # no external assets
     assert "synthetic-banner" in html  # the demo release is marked
     analysis = json.loads((report_dir / "analysis.json").read_text())
@@ -96,13 +116,17 @@ def test_input_text_is_escaped(tmp_path, dir_config):
     assert "&lt;script&gt;" in html
 
 
-def test_rerun_gives_byte_identical_artifacts(tmp_path, dir_config):
-    run_all(dir_config)
-    root = revision_dir(dir_config)
-    first = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
-    shutil.rmtree(root)
-    run_all(dir_config)
-    second = {p: p.read_bytes() for p in root.rglob("*") if p.is_file()}
+def test_rerun_gives_byte_identical_artifacts(tmp_path, demo_run):
+    """The chain run again, into another folder, writes the session's demo run byte for byte
+    (its first run: demo_run, from the same mirror and config)."""
+    first_root = revision_dir(demo_run)
+    first = {
+        p.relative_to(first_root): p.read_bytes() for p in first_root.rglob("*") if p.is_file()
+    }
+    again = copy.deepcopy(demo_run)
+    again["results_dir"] = str(tmp_path / "results")
+    root = run_all(again)
+    second = {p.relative_to(root): p.read_bytes() for p in root.rglob("*") if p.is_file()}
     assert first.keys() == second.keys()
     assert [p for p in first if first[p] != second[p]] == []
     manifest = json.loads((root / "artifacts.json").read_text())
@@ -135,7 +159,7 @@ def test_report_opens_in_headless_chromium(report_dir, tmp_path):
     )
     dom = opened.stdout
     assert "Uncaught" not in opened.stderr and "CONSOLE" not in opened.stderr
-    assert dom.count("<table") >= 7 and dom.count("<svg") == 4
+    assert dom.count("<table") >= 7 and dom.count("<svg") == 5
     assert "SYNTHETIC DEMO DATA" in dom
     shot = tmp_path / "report.png"
     subprocess.run(
@@ -147,18 +171,20 @@ def test_report_opens_in_headless_chromium(report_dir, tmp_path):
     assert shot.stat().st_size > 10_000
 
 
-def test_report_refuses_numbers_older_than_their_pin(dir_config):
+def test_report_refuses_numbers_older_than_their_pin(demo_run, tmp_path):
     """A new pin whose file the import refuses leaves the old import behind: the comparison
     and the report refuse it, naming the model, instead of showing old numbers beside the new
     file's hash."""
     from pathlib import Path
 
-    from afbench.errors import AfbenchError
     from afbench.fsutil import sha256_bytes
 
-    from conftest import fetch_release, import_model, published_flags, release_dir
+    from conftest import fetch_release, import_model, release_dir
 
-    rev = run_all(dir_config)
+    dir_config = copy_demo_run(demo_run, tmp_path)  # run_all's tree, copied
+    mirror = shutil.copytree(dir_config["source"]["mirror"], tmp_path / "mirror")
+    dir_config["source"]["mirror"] = str(mirror)  # this test's own, to change
+    rev = revision_dir(dir_config)
     target = Path(dir_config["source"]["mirror"]) / "results/demo-model-a.csv"
     bad = target.read_bytes().replace(b",true,", b",yes,", 1)
     target.write_bytes(bad)
@@ -285,9 +311,8 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     """The report of 45 models (the demo generator's scaled release), with a local run of the
     Harbor fixture jobs, a verdict run, and those jobs again as an executed run (trial receipts
     naming them) with its cost ledger."""
-    from afbench import demo, ledger
     from afbench.cli.actions import render_report
-    from afbench.records import TRIAL_RECEIPT, record
+    from afbench.kinds import TRIAL_RECEIPT
 
     base = tmp_path_factory.mktemp("wide")
     files = demo.generate_release(1, 5)
@@ -317,11 +342,11 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
             "model": "anthropic/claude-opus-4-6",
         }
         assert ledger.start(live, trial, 200, 1000) is None
-        ledger.finish(live, trial, [12.5 * (n + 1)], paid=True, nominal=200)
+        ledger.finish(live, trial, [12.5 * (n + 1)], paid=True, cap_usd=200)
         receipts.append(base / f"receipt-{folder.name}.json")
         receipts[-1].write_text(
             json.dumps(
-                record(
+                declared(
                     TRIAL_RECEIPT,
                     release=release,
                     task_id=tasks[0],
@@ -401,3 +426,270 @@ def test_every_table_fits_its_card_with_no_sideways_scroll(wide_report, width, t
         "a table is wider than its card"
     )
     assert layout["broken"] == [], "a number broke across lines"
+
+
+# --- the demo report: a local run, long tables folded, names bidi-isolated -------------------
+FOLDS = """<script>
+// a closed <details> hides its content with content-visibility (Chromium), which the
+// element's own boxes do not show: checkVisibility does
+const shown = (el) => el.checkVisibility() && el.getClientRects().length > 0;
+const out = {width: document.documentElement.clientWidth};
+const runs = document.getElementById("local-runs").nextElementSibling;
+out.runRows = [...runs.querySelectorAll("table.runs tbody tr")].filter(shown)
+  .map((tr) => tr.cells[0].textContent);
+out.folds = [...document.querySelectorAll("details")].map((d) => ({
+  open: d.open,
+  summary: d.querySelector("summary").textContent,
+  hiddenRows: [...d.querySelectorAll("tr")].filter((tr) => !shown(tr)).length,
+  rows: d.querySelectorAll("tr").length,
+}));
+for (const id of ["paired", "sources"]) {
+  const card = document.getElementById(id).nextElementSibling;
+  out[id] = [...card.querySelectorAll("tbody tr")].filter(shown).length;
+}
+const pre = document.createElement("pre");
+pre.id = "measured";
+pre.textContent = JSON.stringify(out);
+document.body.appendChild(pre);
+</script>"""
+
+
+def dumped(html: Path, script: str, width: int, tmp: Path) -> dict:
+    page = tmp / f"page-{width}.html"
+    page.write_text(html.read_text().replace("</body>", script + "</body>"))
+    dom = subprocess.run(
+        [
+            *chromium_flags(tmp / "profile"),
+            f"--window-size={width},2000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    return json.loads(unescape(re.search(r'<pre id="measured">(.*?)</pre>', dom, re.S)[1]))
+
+
+@pytest.mark.browser
+@pytest.mark.snakemake
+@needs_chromium
+def test_the_demo_report_shows_a_local_run_and_folds_its_long_tables(demo_project, tmp_path):
+    assert CHROMIUM, "chromium must be installed in CI"
+    html = demo_project / "results" / demo_revision() / "report/index.html"
+    seen = dumped(html, FOLDS, 1280, tmp_path)
+    assert seen["width"] <= 1280
+    # the local runs: the demo's Harbor jobs (three configurations) and its verdict folder
+    assert seen["runRows"].count("demo-harbor") >= 3 and "demo-verdicts" in seen["runRows"]
+    # the long tables fold, closed, with no script: the pairs beyond the leader's (36 - 8)
+    # and the sources beyond the first eight (24 - 8); every row inside is hidden
+    assert seen["paired"] == 8 and seen["sources"] == 8
+    folds = {f["summary"]: f for f in seen["folds"]}
+    assert folds["The other 28 pairs (all pairs are in analysis.json)"]["hiddenRows"] == 29
+    assert folds["The other 16 sources"]["hiddenRows"] == 17
+    assert all(not f["open"] and f["hiddenRows"] == f["rows"] for f in seen["folds"])
+    assert "<script" not in html.read_text()
+    # the new sections' tables fit their cards at this width, like every other
+    layout = measured_layout(html, 1280, tmp_path)
+    assert [t for t in layout["tables"] if t[1] > t[2] + 0.5] == []
+
+
+ISOLATION = """<script>
+const name = document.getElementById("hostile").textContent;
+const bad = [];
+let found = 0;
+const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+while (walker.nextNode()) {
+  const node = walker.currentNode;
+  if (!node.textContent.includes(name) || node.parentElement.id === "hostile") continue;
+  found += 1;
+  let el = node.parentElement, isolated = false;
+  while (el && el !== document.body) {
+    const style = getComputedStyle(el);
+    // an inline isolate (a <bdi>) around the name; a block (a cell, a paragraph) is isolated
+    // from outside, but the name is isolated from the text beside it only if it is alone
+    const isolating = /^(isolate|isolate-override|plaintext)$/.test(style.unicodeBidi);
+    if (style.display === "inline" && isolating) {
+      isolated = true; break;
+    }
+    if (style.display !== "inline") {
+      isolated = el.textContent.trim() === name.trim(); break;
+    }
+    el = el.parentElement;
+  }
+  if (!isolated) bad.push(el ? el.tagName + ": " + el.textContent.slice(0, 80) : "?");
+}
+const pre = document.createElement("pre");
+pre.id = "measured";
+pre.textContent = JSON.stringify({bad, found});
+document.body.appendChild(pre);
+</script>"""
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_a_right_to_left_mark_in_a_name_cannot_reorder_the_text_around_it(tmp_path, built_config):
+    """Every place a name from input appears is bidi-isolated: a <bdi>, or a block (a table
+    cell: a paragraph of its own) holding that name alone."""
+    assert CHROMIUM, "chromium must be installed in CI"
+    from afbench.report import render
+
+    rev = revision_dir(built_config)
+    analysis = json.loads((rev / "report/analysis.json").read_text())
+    hostile = "\u200fRTL \u202eevil: 266"
+    slug = analysis["leaderboard"][0]["model"]
+    for row in analysis["leaderboard"] + analysis["cost_success"]["models"]:
+        if row["model"] == slug:
+            row["display_name"] = hostile
+    analysis["release"]["name"] = hostile
+    analysis["release"]["repository"] = hostile
+    over = {"matches": True, "imported_usd": [1.0], "published_usd": [1.0]}
+    analysis["published"]["over_budget"] = {hostile: over}
+    figures = {p.stem: p.read_text() for p in (rev / "report/figures").glob("*.svg")}
+    page = tmp_path / "hostile.html"
+    page.write_text(
+        render(analysis, analysis["provenance"], figures).replace(
+            "<body>", f'<body><p id="hostile">{hostile}</p>', 1
+        )
+    )
+    seen = dumped(page, ISOLATION, 1280, tmp_path)
+    # the name, in the h1, the note, the published facts, and several table cells
+    assert seen["found"] >= 6 and seen["bad"] == []
+
+
+def test_the_report_is_the_same_bytes_in_a_hostile_environment(built_config, tmp_path):
+    fetched_config = built_config  # the whole chain has run on it
+    rev = revision_dir(fetched_config)
+    imports = rev / "imports/source-present/budget-200"
+    argv = [
+        AFBENCH,
+        "report",
+        "--summary",
+        str(imports / "summary.json"),
+        *[f"--import={p}" for p in sorted(imports.glob("demo-model-*.json"))],
+        "--catalog",
+        str(rev / "tasks/catalog.json"),
+        "--receipt",
+        str(release_dir(fetched_config) / "receipt.json"),
+    ]
+    clean = subprocess.run(
+        [*argv, "--output-dir", str(tmp_path / "clean")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert clean.returncode == 0, clean.stderr
+    env, rc = _hostile_environment(tmp_path)
+    hostile = subprocess.run(
+        [*argv, "--output-dir", str(tmp_path / "hostile")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=rc,
+        preexec_fn=lambda: os.umask(0o077),
+        check=False,
+    )
+    assert hostile.returncode == 0 and "Traceback" not in hostile.stderr, hostile.stderr
+
+    def tree(root: Path) -> dict:
+        return {
+            p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()
+        }
+
+    assert tree(tmp_path / "hostile") == tree(tmp_path / "clean")
+    assert (tmp_path / "hostile" / "index.html").stat().st_mode & 0o777 == 0o600
+
+
+@EXAMPLES_60
+@given(env=prop.hostile_environments)
+def test_any_hostile_environment_changes_no_byte(env):
+    prop.check_hostile_environment(env)
+
+
+def test_the_report_says_which_interval_to_cite_and_shows_both(demo_chain_rev, demo_chain_analysis):
+    html = (demo_chain_rev / "report/index.html").read_text()
+    assert "Cite the clustered interval" in html and "Wilson" in html
+    assert "95% clustered (24 sources)" in html and "design effect" in html
+    df = demo_chain_analysis["leaderboard"][0]["clustered"]["df"]
+    assert f"df {df:.1f}" in html
+    assert 'id="conventions"' in html and "tail-doubled (not mid-p)" in html
+    assert "all 2^24 = 16,777,216 sign patterns" in html
+    assert "tier, tasks as the unit" in html and "p Holm, tasks as the unit" in html
+    assert html.count("matches the authors&#x27; leaderboard") == 9
+    assert 'id="published-mismatch"' not in html
+    assert demo_chain_analysis["published"]["matches"] is True
+
+
+def test_the_report_and_the_frames_carry_the_certificate(tmp_path):
+    from afbench.analysis import local_run_rows
+    from afbench.report import cost_ledger_section, local_runs_section
+
+    from conftest import afbench
+
+    release = identity(load_config([REPO / "config/demo.yaml"])["release"])
+    selection = tmp_path / "selection.json"
+    selection.write_text(
+        json.dumps(
+            declared(
+                SELECTION,
+                name="fixtures",
+                release=release,
+                selection_sha256="0" * 64,
+                task_ids=["hello-pass"],
+            )
+        )
+    )
+    out = tmp_path / "runs/fixture"
+    afbench(
+        "import-run",
+        "--selection",
+        selection,
+        "--name",
+        "fixture",
+        "--kind",
+        "harbor",
+        "--path",
+        FIXTURES / "demo-nop",
+        "--output-dir",
+        out,
+    )
+    summary = json.loads((out / "summary.json").read_text())
+    [configuration] = summary["configurations"]
+    assert summary["conformant"] is False and configuration["conformant"] is False
+    reasons = configuration["conformance"]["reasons"]
+    assert reasons[0] == (
+        "environment type custom (hostenv:HostEnvironment), not the protocol's (docker or "
+        "singularity)"
+    )
+    assert reasons[1].startswith("task checksums not certified: no exporter output")
+    html = local_runs_section(local_run_rows([summary]))
+    assert "NOT CONFORMANT ⚠ nop 1.0.0" in html
+    assert "NOT CONFORMANT: environment type custom (hostenv:HostEnvironment)" in html
+    outcomes = af.run_outcomes(tmp_path / "runs")
+    assert str(outcomes.conformant.dtype) == "boolean" and not outcomes.conformant.any()
+    assert af.run_attempts(tmp_path / "runs").conformant.tolist() == [False]
+    ledger_html = cost_ledger_section(
+        {
+            "ceiling_usd": 10.0,
+            "spent_usd": 12.5,
+            "stopped": True,
+            "refused": 1,
+            "note": "<b>",
+            "trials": [
+                {
+                    "job_name": "<j>",
+                    "task_id": TASK,
+                    "attempt": 1,
+                    "agent": "a:B",
+                    "model": None,
+                    "status": "refused",
+                    "cost_usd": None,
+                    "worst_case_usd": 200.0,
+                }
+            ],
+        }
+    )
+    assert "Spent USD 12.50 of the ceiling USD 10.00" in ledger_html
+    assert "Stopped at the ceiling: 1 trial(s) not started." in ledger_html
+    assert "<j>" not in ledger_html and "&lt;j&gt;" in ledger_html and "<b>" not in ledger_html

@@ -9,10 +9,15 @@ import os
 import re
 import shutil
 import threading
+import time
+import uuid
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from afbench.cli import main
 from afbench.errors import AfbenchError
 from afbench.runs import (
     ATTEMPT_COLUMNS,
@@ -25,7 +30,15 @@ from afbench.runs import (
     summarize_run,
 )
 
-from conftest import FIXTURES
+import properties as prop
+from conftest import (
+    EXAMPLES_100,
+    EXAMPLES_150,
+    FIXTURES,
+    _import_harbor_job,
+    one_line,
+    release_dir,
+)
 
 RELEASE = {"name": "t", "revision": "a" * 40}
 EXPECTED = {
@@ -71,9 +84,16 @@ def edit_trials(job: Path, change) -> None:
         save(result, doc)
 
 
-def copy_job(src: Path, dst: Path, job_id: str | None = None, rename: str | None = None) -> Path:
+def copy_job(
+    src: Path,
+    dst: Path,
+    job_id: str | None = None,
+    rename: str | None = None,
+    new_trial_ids: bool = True,
+) -> Path:
     """A copy of a fixture job; with `job_id`, a different Harbor job (its trials' job id and
-    the job's result.json id changed); with `rename`, its trials renamed as Harbor would."""
+    the job's result.json id changed, and, as Harbor gives every trial it runs, new trial ids
+    unless `new_trial_ids` is false); with `rename`, its trials renamed as Harbor would."""
     shutil.copytree(src, dst)
     if job_id is not None:
         result = load(dst / "result.json")
@@ -82,6 +102,8 @@ def copy_job(src: Path, dst: Path, job_id: str | None = None, rename: str | None
 
         def move(doc):
             doc["config"]["job_id"] = job_id
+            if new_trial_ids:
+                doc["id"] = str(uuid.uuid5(uuid.NAMESPACE_URL, f"{job_id}/{doc['id']}"))
 
         edit_trials(dst, move)
     if rename is not None:
@@ -141,8 +163,15 @@ def test_environment_failure_is_an_error_of_its_own_configuration():
     assert [(a["outcome"], a["reward"], a["reason"]) for a in failstart] == [
         ("error", None, "RuntimeError")
     ]
-    # its environment kwargs (fail_start) differ from the oracle job's: another configuration
-    assert failstart[0]["configuration"].startswith(ORACLE_K1 + " | settings ")
+    # its environment kwargs (fail_start) and its retries differ from the oracle job's: another
+    # configuration, whose label says how often Harbor may retry a trial
+    assert failstart[0]["configuration"].startswith(ORACLE_K1 + " | max_retries 2 | settings ")
+    # Harbor retried it twice (job.log names both retries, the job's stats.n_retries says 2)
+    assert (failstart[0]["retries"], failstart[0]["first_attempts"]) == (
+        2,
+        ["RuntimeError", "RuntimeError"],
+    )
+    assert failstart[0]["job"]["n_retries"] == 2
     assert failstart[0]["configuration_details"]["non_default_settings"] == {
         "environment.kwargs": {"fail_start": True}
     }
@@ -752,7 +781,6 @@ def test_verdict_contradictions_are_errors(doc, match):
 
 
 def test_cli_verdict_keeps_its_form(tmp_path, capsys):
-    from afbench.cli import main
 
     path = tmp_path / "v.json"
     path.write_bytes(verdict())
@@ -764,9 +792,8 @@ def test_cli_verdict_keeps_its_form(tmp_path, capsys):
 
 
 def test_cli_import_run_writes_outcomes(tmp_path, fetched_config, capsys):
-    from afbench.cli import main
 
-    from conftest import afbench, release_dir
+    from conftest import afbench
 
     selection = tmp_path / "demo-first-tasks.json"
     afbench(
@@ -866,3 +893,279 @@ def test_a_pooled_summary_from_an_older_afbench_is_refused_by_the_report():
     old = {"run": "old", "selection": {"name": "s", "tasks": 1}, "counts": {"accepted": 1}}
     with pytest.raises(AfbenchError, match="run 'old': its summary has no per-configuration"):
         local_run_rows([old])
+
+
+# ------------------------------------------------------------------ Harbor's half-written files
+DOCKER_JOBS = FIXTURES.parent / "harbor-0.26.0-docker-jobs"
+
+
+@pytest.mark.parametrize(
+    ("cut", "reason"),
+    [
+        (0, "result.json is empty (0 bytes): Harbor never finished writing it"),
+        (4096, "result.json ends mid-document (4096 bytes): Harbor never finished writing it"),
+    ],
+)
+def test_a_half_written_trial_result_is_incomplete_and_the_rest_imported(tmp_path, cut, reason):
+    job = copy_job(DOCKER_JOBS / "scripted", tmp_path / "scripted")
+    [victim] = job.glob("demo_s01_t002__*/result.json")
+    victim.write_bytes(victim.read_bytes()[:cut])  # as a full disk leaves it
+    attempts = {a["task_id"]: a for a in read_harbor_job(job)}
+    assert (attempts["demo_s01_t002"]["outcome"], attempts["demo_s01_t002"]["reason"]) == (
+        "incomplete",
+        reason,
+    )
+    # its own config.json still names its configuration: the job's other trials share it
+    assert len({a["configuration"] for a in attempts.values()}) == 1
+    assert [attempts[t]["outcome"] for t in sorted(attempts)] == [
+        "accepted",
+        "incomplete",
+        "error",
+        "accepted",
+    ]
+
+
+def test_a_trial_result_that_is_not_json_is_still_refused_naming_the_file(tmp_path):
+    job = copy_job(DOCKER_JOBS / "scripted", tmp_path / "scripted")
+    [victim] = job.glob("demo_s01_t002__*/result.json")
+    victim.write_bytes(b'{"id": "x", oops}')  # wrong, not cut short
+    with pytest.raises(AfbenchError, match=f"{re.escape(str(victim))}: trial result is not valid"):
+        read_harbor_job(job)
+
+
+def test_an_unfinished_job_is_incomplete_with_its_reason_and_its_trials_read(tmp_path):
+    job = copy_job(DOCKER_JOBS / "scripted", tmp_path / "scripted")
+    doc = load(job / "result.json")
+    doc["finished_at"] = None
+    save(job / "result.json", doc)
+    attempts = read_harbor_job(job)
+    assert len(attempts) == 4
+    facts = attempts[0]["job"]
+    assert (facts["finished"], facts["incomplete"]) == (
+        False,
+        "the job's result.json has no finished_at: the job was stopped, or is still running",
+    )
+    (job / "result.json").write_bytes(b"")  # Harbor rewrites it as trials finish
+    facts = read_harbor_job(job)[0]["job"]
+    assert facts["incomplete"] == (
+        "job result.json is empty (0 bytes): Harbor never finished writing it"
+    )
+    summary, _ = summarize_run(
+        "u", "harbor", selection(*(a["task_id"] for a in attempts)), attempts, 200, RELEASE
+    )
+    assert summary["configurations"][0]["harbor_jobs"][0]["finished"] is False
+
+
+def test_a_trial_copied_into_another_job_folder_is_one_trial_whatever_the_job_ids(tmp_path):
+    copy = copy_job(
+        FIXTURES / "demo-k4",
+        tmp_path / "elsewhere",
+        job_id="job-2",
+        rename="x",
+        new_trial_ids=False,
+    )
+    attempts = read_harbor_job(FIXTURES / "demo-k4") + read_harbor_job(copy)
+    with pytest.raises(AfbenchError) as refused:
+        summarize_run("copy", "harbor", selection("hello-pass"), attempts, 200, RELEASE)
+    message = str(refused.value)
+    assert "the same trial (Harbor's trial id " in message
+    assert str(FIXTURES / "demo-k4" / "hello-pass__6FADnuB") in message
+    assert str(copy / "hello-pass__6FADnuBx") in message
+
+
+@pytest.mark.parametrize(
+    ("change", "shown"),
+    [
+        ({"agent_timeout_multiplier": 2.0}, "timeout x1 (agent x2)"),
+        (
+            {"timeout_multiplier": 2.0, "verifier_timeout_multiplier": 1.0},
+            "timeout x2 (verifier x1)",
+        ),
+        ({"agent_setup_timeout_multiplier": 3.0}, "timeout x1 (setup x3)"),
+        ({"environment_build_timeout_multiplier": 0.5}, "timeout x1 (build x0.5)"),
+        ({"agent_timeout_multiplier": 1.0}, "timeout x1"),  # the same as none
+    ],
+)
+def test_the_label_shows_every_timeout_multiplier_that_applies(tmp_path, change, shown):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "nop")
+    edit_trials(job, lambda doc: doc["config"].update(change))
+    [attempt] = read_harbor_job(job)
+    assert attempt["configuration"] == NOP_K1.replace("timeout x1", shown)
+
+
+@EXAMPLES_100
+@given(index=st.integers(0, 20), text=prop.hostile_texts)
+def test_a_verdict_with_hostile_strings_is_refused_or_writable(index, text):
+    prop.check_verdict_writable(index, text)
+
+
+# --- 7. a Harbor job's own facts must agree --------------------------------------------------
+def _edit(job: Path, change) -> Path:
+    result = next(job.glob("hello-pass__*/result.json"))
+    doc = json.loads(result.read_text())
+    change(doc, result.parent)
+    result.write_text(json.dumps(doc))
+    return result
+
+
+def _clone_trial(job: Path, suffix: str, new_id: str) -> None:
+    trial = next(job.glob("hello-pass__*"))
+    twin = job / (trial.name + suffix)
+    shutil.copytree(trial, twin)
+    doc = json.loads((twin / "result.json").read_text())
+    doc["trial_name"] = doc["config"]["trial_name"] = twin.name
+    doc["id"] = new_id
+    (twin / "result.json").write_text(json.dumps(doc))
+
+
+EDITS = {
+    "folder renamed": (
+        lambda job: next(job.glob("hello-pass__*")).rename(job / "hello-pass__zzz"),
+        "the trial folder's name is not its trial's name",
+    ),
+    "trial_name": (
+        lambda job: _edit(job, lambda d, t: d.update(trial_name="hello-pass__other")),
+        "the trial folder's name is not its trial's name",
+    ),
+    "config.trial_name": (
+        lambda job: _edit(job, lambda d, t: d["config"].update(trial_name="x__1")),
+        "the trial's config names another trial",
+    ),
+    "task_name": (
+        lambda job: _edit(job, lambda d, t: d.update(task_name="solve-fails")),
+        "the trial is not named after its task 'solve-fails'",
+    ),
+    "config.task.path": (
+        lambda job: _edit(
+            job, lambda d, t: d["config"]["task"].update(path="/srv/tasks/solve-fails")
+        ),
+        "the trial's task path names another task",
+    ),
+    "config.job_id": (
+        lambda job: _edit(job, lambda d, t: d["config"].update(job_id="another-job")),
+        "the trial belongs to another job",
+    ),
+    "trial id twice": (
+        lambda job: _clone_trial(
+            job, "b", json.loads(next(job.glob("hello-pass__*/result.json")).read_text())["id"]
+        ),
+        "two trial folders hold the same trial",
+    ),
+    "n_attempts 1, three trials": (
+        lambda job: [_clone_trial(job, s, f"id-{s}") for s in ("b", "c")],
+        "it says n_attempts 1, yet holds 3 trials of task 'hello-pass'",
+    ),
+}
+
+
+@pytest.mark.parametrize("edit", sorted(EDITS))
+def test_a_job_whose_facts_disagree_is_refused_naming_the_disagreement(tmp_path, edit):
+    job = shutil.copytree(FIXTURES / "demo-oracle", tmp_path / "job")
+    change, message = EDITS[edit]
+    change(job)
+    tasks = sorted(EXPECTED_TASKS)
+    code, err = _import_harbor_job(tmp_path, job, tasks, tmp_path / "run")
+    line = one_line(err)
+    assert code == 2 and message in line, line
+    assert not (tmp_path / "run").exists()
+
+
+@pytest.mark.parametrize("first, second", [(False, 0), (True, 1)])
+def test_settings_read_once_per_configuration_still_tell_false_from_0(tmp_path, first, second):
+    """Two trials alike but for one setting that equals the other's in Python (False == 0,
+    True == 1): the second is not taken for the first's configuration unchecked."""
+    job = shutil.copytree(FIXTURES / "demo-oracle", tmp_path / "job")
+    _clone_trial(job, "b", "id-b")
+    one, two = sorted(job.glob("hello-pass__*"))
+    for trial, value in ((one, first), (two, second)):
+        doc = json.loads((trial / "result.json").read_text())
+        doc["config"]["install_only"] = value
+        (trial / "result.json").write_text(json.dumps(doc))
+    with pytest.raises(AfbenchError) as caught:
+        read_harbor_job(job)
+    assert "true or false" in str(caught.value), caught.value
+    assert "install_only" in str(caught.value) and two.name in str(caught.value)
+
+
+EXPECTED_TASKS = [
+    "hello-pass",
+    "agent-timeout",
+    "solve-fails",
+    "verifier-timeout",
+    "no-reward",
+    "empty-reward",
+    "bad-reward",
+    "reward-json",
+    "no-solution",
+]
+
+
+def test_an_unreadable_trial_folder_is_an_error_never_absent(tmp_path):
+    """Run as another user (root reads everything): the modules are imported first, then a
+    child gives up root and imports the job."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to switch to another user")
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="afbench-unreadable-"))
+    folder.chmod(0o755)
+    job = shutil.copytree(FIXTURES / "demo-oracle", folder / "job")
+    trial = next(job.glob("hello-pass__*"))
+    trial.chmod(0o000)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: nobody
+        try:
+            os.setgid(65534)
+            os.setuid(65534)
+            try:
+                read_harbor_job(job)
+                message = "read"
+            except AfbenchError as exc:
+                message = str(exc)
+            os.write(write, message.encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as pipe:
+        message = pipe.read()
+    trial.chmod(0o755)
+    shutil.rmtree(folder)
+    assert "cannot read trial result.json: Permission denied" in message, message
+    assert str(trial) in message
+
+
+def test_a_very_large_job_folder_is_refused_in_one_bounded_line(tmp_path):
+    job = tmp_path / "job"
+    shutil.copytree(FIXTURES / "demo-nop", job)
+    trial = next(job.glob("hello-pass__*"))
+    doc = json.loads((trial / "result.json").read_text())
+    for i in range(1500):  # one task, n_attempts 1, and 1501 trials of it
+        name = f"hello-pass__{i:07d}"
+        (job / name).mkdir()
+        (job / name / "result.json").write_text(
+            json.dumps(
+                dict(
+                    doc, trial_name=name, id=f"id-{i}", config=dict(doc["config"], trial_name=name)
+                )
+            )
+        )
+    started = time.perf_counter()
+    with pytest.raises(AfbenchError) as info:
+        read_harbor_job(job)
+    assert time.perf_counter() - started < 20
+    message = str(info.value)
+    assert "holds 1501 trials of task 'hello-pass'" in message and len(message) < 1500, message
+
+
+@EXAMPLES_150
+@given(index=st.integers(0, 20), value=prop.json_values)
+def test_any_verdict_is_classified_or_refused(index, value):
+    assert prop.check_verdict(index, value) in ("accepted", "rejected", "error")
+
+
+@EXAMPLES_150
+@given(index=st.integers(0, 20), value=prop.json_values | st.just(float("nan")))
+def test_any_trial_result_is_classified_or_refused(index, value):
+    prop.check_trial(index, value)

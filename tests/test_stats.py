@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import csv
 import itertools
+import json
 import math
 import random
+from collections import Counter, defaultdict
 from fractions import Fraction
+from statistics import NormalDist
 
 import pytest
+import scipy.special  # noqa: F401  (imported once here, not inside a property test's deadline)
 from hypothesis import given
 from hypothesis import strategies as st
 
+import afbench.frames as af
 from afbench import stats
 from afbench.stats import (
     ALLOCATION_METHOD,
@@ -18,6 +24,7 @@ from afbench.stats import (
     CLUSTERED_RATE_METHOD,
     EXACT_INTEGER_LIMIT,
     INFRASTRUCTURE_BOUNDS_METHOD,
+    bell_mccaffrey_df,
     clustered_difference,
     clustered_difference_from_counts,
     clustered_rate,
@@ -33,12 +40,16 @@ from afbench.stats import (
     pareto_frontier,
     proportional_allocation,
     seeded_sample,
+    sign_flip_p,
     standard_error,
     stratified_selection,
     success_bounds,
+    t_quantile,
     wilson_interval,
     z_for,
 )
+
+from conftest import IMPORTS
 
 Z2 = 1.959963984540054**2
 
@@ -111,11 +122,22 @@ def reference_mcnemar_exact(only_a: int, only_b: int) -> float:
 
 def test_fast_mcnemar_is_bit_identical_for_every_count_up_to_400():
     pairs = [(only_a, n - only_a) for n in range(401) for only_a in range(n + 1)]
-    reference: dict[tuple[int, int], float] = {}
-    for only_a, only_b in pairs:
-        key = (only_a + only_b, min(only_a, only_b))
-        if key not in reference:
-            reference[key] = reference_mcnemar_exact(only_a, only_b)
+    # the reference's exact branch (n <= EXACT_INTEGER_LIMIT) for every (n, k), its tail
+    # sum(comb(n, i) for i <= k) summed once per n as k grows (the same whole number) ...
+    assert EXACT_INTEGER_LIMIT >= 400
+    reference: dict[tuple[int, int], float] = {(0, 0): 1.0}
+    for n in range(1, 401):
+        tail, comb = 0, 1
+        for k in range(n // 2 + 1):
+            tail += comb  # math.comb(n, k)
+            comb = comb * (n - k) // (k + 1)
+            reference[n, k] = float(min(Fraction(1), Fraction(2 * tail, 2**n)))
+    # ... and that table is the verbatim reference's, to the bit, on every 13th n
+    assert all(
+        reference[n, min(a, n - a)] == reference_mcnemar_exact(a, n - a)
+        for n in range(0, 401, 13)
+        for a in range(n + 1)
+    )
     fast = mcnemar_exact_many(pairs)
     assert fast == [reference[a + b, min(a, b)] for a, b in pairs]
 
@@ -216,33 +238,164 @@ def test_pareto_frontier():
 
 def test_clustered_rate_by_hand():
     # sources A, C = (1, 1, 1) and B, D = (0, 0, 0): mean 1/2, deviation per source ±1.5;
-    # SE_cl = sqrt(4 · 1.5²) / 12 = 1/4, SE_iid = sqrt(12 · 0.25) / 12, design effect 9/3 = 3
-    # (the cluster size, as outcomes are identical within a source)
+    # SE_CR0 = sqrt(4 · 1.5²) / 12 = 1/4; CR2 divides each square by 1 - 3/12 = 3/4: SE_CR2 =
+    # sqrt(4 · 1.5² / 0.75) / 12 = sqrt(12) / 12; equal sources: Bell-McCaffrey df = G - 1 = 3.
+    # SE_iid = sqrt(12 · 0.25) / 12, design effect 9/3 = 3 (the cluster size: outcomes are
+    # identical within a source)
     sources = [c for c in "ABCD" for _ in range(3)]
     result = clustered_rate([1, 1, 1, 0, 0, 0] * 2, sources)
-    assert (result["mean"], result["se_clustered"]) == (0.5, 0.25)
+    assert (result["mean"], result["se_cr0"]) == (0.5, 0.25)
+    assert result["se_clustered"] == pytest.approx(math.sqrt(12) / 12, rel=1e-15)
+    assert result["df"] == pytest.approx(3.0, rel=1e-12)
     assert result["se_iid"] == pytest.approx(math.sqrt(3) / 12, rel=1e-15)
     assert result["design_effect"] == 3.0
     assert (result["clusters"], result["tasks"], result["confidence"]) == (4, 12, 0.95)
-    half = z_for(0.95) * 0.25
-    assert (result["low"], result["high"]) == (0.5 - half, 0.5 + half)
+    # Wilson on n_eff = p(1-p) / SE_CR2^2 = 0.25 / (1/12) = 3 tasks, t_{3, 0.975} = 3.182446...
+    t = 3.1824463052842638
+    assert t_quantile(0.95, result["df"]) == pytest.approx(t, rel=1e-9)
+    half = t * math.sqrt(0.25 / 3 + t * t / 36) / (1 + t * t / 3)
+    assert result["low"] == pytest.approx(0.5 - half, rel=1e-9)
+    assert result["high"] == pytest.approx(0.5 + half, rel=1e-9)
     assert result["method"] == CLUSTERED_RATE_METHOD
     assert result == clustered_rate_from_counts([3, 0, 3, 0], [3, 3, 3, 3])
 
 
 def test_clustered_interval_is_clipped_and_degenerate_cases_have_no_design_effect():
-    # 9 of 10 in one source, 1 of 2 in another: mean + z·SE_cl exceeds 1
-    high = clustered_rate_from_counts([9, 1], [10, 2], confidence=0.99)
-    assert high["mean"] + z_for(0.99) * high["se_clustered"] > 1 and high["high"] == 1.0
-    assert high["low"] < high["mean"]
+    # a difference: mean - t·SE_CR2 below -1 is clipped
     low = clustered_difference_from_counts([0, 1], [5, 0], [5, 2])
-    assert low["mean"] - z_for(0.95) * low["se_clustered"] < -1 and low["low"] == -1.0
-    assert low["method"] == CLUSTERED_DIFFERENCE_METHOD
+    assert low["mean"] - t_quantile(0.95, low["df"]) * low["se_clustered"] < -1
+    assert low["low"] == -1.0 and low["method"] == CLUSTERED_DIFFERENCE_METHOD
+    # a rate's Wilson-type interval stays inside [0, 1] by construction and is asymmetric
+    high = clustered_rate_from_counts([9, 10, 8], [10, 10, 10], confidence=0.99)
+    assert 0 < high["low"] < high["mean"] < high["high"] < 1
+    assert high["high"] - high["mean"] < high["mean"] - high["low"]
     for same in (clustered_rate([1, 1, 1], "abc"), clustered_rate_from_counts([0, 0], [2, 3])):
         assert same["se_clustered"] == same["se_iid"] == 0.0 and same["design_effect"] is None
-        assert same["low"] == same["high"] == same["mean"]
+    # no variance at n/n or 0/n: the Wilson interval on all n tasks with t on df, [n/(n+t²), 1]
+    # and [0, t²/(n+t²)]
+    t2 = t_quantile(0.95, 2) ** 2
+    every = clustered_rate([1, 1, 1], "abc")
+    assert (every["low"], every["high"]) == (pytest.approx(3 / (3 + t2), rel=1e-12), 1.0)
+    t2 = t_quantile(0.95, 1) ** 2
+    none = clustered_rate_from_counts([0, 0], [2, 3])
+    assert (none["low"], none["high"]) == (0.0, pytest.approx(t2 / (5 + t2), rel=1e-12))
     empty_source = clustered_rate_from_counts([2, 0, 1], [4, 0, 3])
     assert empty_source["clusters"] == 2 and empty_source["tasks"] == 7
+    # one source: no cluster-robust variance at all, and no claim beyond the whole range
+    single = clustered_rate_from_counts([2], [5])
+    assert (single["se_clustered"], single["df"], single["low"], single["high"]) == (
+        None,
+        None,
+        0.0,
+        1.0,
+    )
+
+
+def anova_correlation(values: list[float], sources: list[str]) -> float:
+    """The ANOVA intra-cluster correlation by its textbook mean squares (clipped to [0, .999])."""
+    groups = {c: [v for v, s in zip(values, sources, strict=True) if s == c] for c in set(sources)}
+    n, g = len(values), len(groups)
+    if g < 2 or n <= g:
+        return 0.0
+    grand = sum(values) / n
+    msb = sum(len(x) * (sum(x) / len(x) - grand) ** 2 for x in groups.values()) / (g - 1)
+    msw = sum(sum((v - sum(x) / len(x)) ** 2 for v in x) for x in groups.values()) / (n - g)
+    n0 = (n - sum(len(x) ** 2 for x in groups.values()) / n) / (g - 1)
+    if msb + (n0 - 1) * msw <= 0:
+        return 0.0
+    return min(max((msb - msw) / (msb + (n0 - 1) * msw), 0.0), 0.999)
+
+
+def cr2_by_matrices(values: list[float], sources: list[str]) -> tuple[float, float]:
+    """CR2 and its Bell-McCaffrey df for the mean of `values`, by the general matrix
+    formulas (Bell & McCaffrey 2002; Pustejovsky & Tipton 2018): X a column of ones, H =
+    X(X'X)^-1 X', A_c = (I - H_cc)^(-1/2) by eigendecomposition, V = sum_c (X_c' A_c e_c)^2 /
+    (X'X)^2; with G the n x G matrix of columns (I - H) A_c X_c / (X'X) (zero outside c) and
+    the working covariance Ω = (1 - ρ)I + ρ·(same source) at the ANOVA ρ (Imbens & Kolesar
+    2016), df = tr(G'ΩG)^2 / tr((G'ΩG)^2). Independent of afbench's closed form."""
+    np = pytest.importorskip("numpy")
+    rho = anova_correlation(values, sources)
+    y = np.array(values, dtype=float)
+    n = len(y)
+    x = np.ones((n, 1))
+    bread = np.linalg.inv(x.T @ x)
+    hat = x @ bread @ x.T
+    residual = y - hat @ y
+    meat = 0.0
+    columns = []
+    for c in sorted(set(sources)):
+        rows = np.array([s == c for s in sources])
+        block = np.eye(rows.sum()) - hat[np.ix_(rows, rows)]
+        eigenvalues, vectors = np.linalg.eigh(block)
+        adjust = vectors @ np.diag(eigenvalues**-0.5) @ vectors.T
+        score = (x[rows].T @ adjust @ residual[rows]).item()
+        meat += score * score
+        column = np.zeros(n)
+        column[rows] = (adjust @ x[rows] @ bread).ravel()
+        columns.append((np.eye(n) - hat) @ column)
+    g = np.array(columns).T
+    same = np.array([[a == b for b in sources] for a in sources], dtype=float)
+    omega = (1 - rho) * np.eye(n) + rho * same
+    m = g.T @ omega @ g
+    return math.sqrt((bread @ bread).item() * meat), np.trace(m) ** 2 / np.trace(m @ m)
+
+
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 1), st.integers(0, 1), st.sampled_from("ABCDE")), min_size=3
+    ).filter(lambda tasks: len({s for _, _, s in tasks}) >= 2)
+)
+def test_cr2_and_its_df_match_the_matrix_formulas(tasks):
+    a, b, sources = (list(column) for column in zip(*tasks, strict=True))
+    differences = [x - y for x, y in zip(a, b, strict=True)]
+    for values, result in [
+        (a, clustered_rate(a, sources)),
+        (differences, clustered_difference(differences, sources)),
+    ]:
+        se, df = cr2_by_matrices(values, sources)
+        assert result["se_clustered"] == pytest.approx(se, rel=1e-9, abs=1e-12)
+        assert result["df"] == pytest.approx(df, rel=1e-9)
+
+
+def test_bell_mccaffrey_df_by_hand():
+    # equal sizes: G - 1; two sources of 1 and 3 tasks: shares 1/4, 3/4, d = (1/3, 3),
+    # v² = (1/12, 9/4): tr M = 10/3 - 7/3 = 1, tr M² = 1/9 + 9 - 2(1/36 + 27/4) + 49/9 = 1: df 1
+    assert bell_mccaffrey_df([7] * 24) == pytest.approx(23, rel=1e-12)
+    assert bell_mccaffrey_df([1, 3]) == pytest.approx(1, rel=1e-12)
+    assert bell_mccaffrey_df([5, 0]) is None and bell_mccaffrey_df([]) is None
+    # unequal sizes have fewer degrees of freedom than G - 1, and cohesive sources fewer still
+    assert bell_mccaffrey_df([40, 30, 20, 5, 3, 2]) < 5
+    assert bell_mccaffrey_df([40, 30, 20, 5, 3, 2], 0.3) < bell_mccaffrey_df([40, 30, 20, 5, 3, 2])
+    # equal sizes: the working correlation changes nothing (G'1_b = 0 in sum)
+    assert bell_mccaffrey_df([7] * 24, 0.3) == pytest.approx(23, rel=1e-9)
+    with pytest.raises(ValueError, match="working correlation"):
+        bell_mccaffrey_df([1, 2], 1.0)
+
+
+def sign_flip_by_enumeration(sums: list[int]) -> Fraction:
+    observed = abs(sum(sums))
+    extreme = sum(
+        abs(sum(e * t for e, t in zip(signs, sums, strict=True))) >= observed
+        for signs in itertools.product((1, -1), repeat=len(sums))
+    )
+    return Fraction(extreme, 2 ** len(sums))
+
+
+@given(st.lists(st.integers(-9, 9), min_size=1, max_size=11))
+def test_sign_flip_p_counts_every_pattern(sums):
+    assert sign_flip_p(sums) == float(sign_flip_by_enumeration(sums))
+
+
+def test_sign_flip_p_by_hand():
+    # (3, 1): patterns ±3 ±1 give 4, 2, -2, -4; |.| >= 4 twice of 4
+    assert sign_flip_p([3, 1]) == 0.5
+    assert sign_flip_p([0, 0, 0]) == 1.0 and sign_flip_p([2, -2]) == 1.0
+    # 24 sources all one way: only the observed pattern and its mirror image
+    assert sign_flip_p([1] * 24) == 2 / 2**24
+    # sources without a discordant task double both counts and change nothing
+    assert sign_flip_p([3, 1, 0, 0]) == 0.5
+    with pytest.raises(ValueError, match="integers"):
+        sign_flip_p([1.5])
 
 
 @pytest.mark.parametrize(
@@ -287,7 +440,7 @@ def test_clustered_standard_errors_match_the_textbook_sums(tasks):
         }
         between = math.fsum(d * d for d in per_source.values())
         assert result["mean"] == mean
-        assert result["se_clustered"] == pytest.approx(math.sqrt(between) / n, abs=1e-12)
+        assert result["se_cr0"] == pytest.approx(math.sqrt(between) / n, abs=1e-12)
         within = math.fsum((v - mean) ** 2 for v in values)
         assert result["se_iid"] == pytest.approx(math.sqrt(within) / n, abs=1e-12)
         assert result["clusters"] == len(per_source)
@@ -312,7 +465,7 @@ def test_per_source_counts_give_the_per_task_result(tasks):
 @given(st.lists(st.integers(0, 1), min_size=2))
 def test_design_effect_is_one_with_singleton_clusters(values):
     result = clustered_rate(values, list(range(len(values))))
-    assert result["se_clustered"] == result["se_iid"]
+    assert result["se_cr0"] == result["se_iid"]
     assert result["design_effect"] == (None if len(set(values)) == 1 else 1.0)
     # the plug-in variance (1/n): sqrt((n-1)/n) times the sample-variance standard error
     n = len(values)
@@ -604,3 +757,304 @@ def test_stratified_selection():
         stratified_selection(tasks, ["B"], 2, seed=1)
     with pytest.raises(ValueError, match="task ids must be distinct"):
         stratified_selection([("t1", "A"), ("t1", "B")], ["A", "B"], 1, seed=1)
+
+
+ALPHA = 0.05
+
+
+Z = NormalDist().inv_cdf(0.975)
+
+
+def by_formula(values: list[int], sources: list[str], rate: bool) -> dict:
+    """By hand: Miller (2024) SE_CR0 = sqrt(sum_c (sum_{i in c} (x_i - mean))^2) / n, SE_iid
+    the same with each task its own cluster, design effect (SE_CR0 / SE_iid)^2; CR2 and its
+    Bell-McCaffrey df by the general matrix formulas (test_stats.cr2_by_matrices); the t
+    quantile from scipy.stats; a rate's interval the Wilson interval on n_eff = p(1-p)/SE^2
+    (at most n) with t for z, a difference's mean ± t·SE."""
+    from scipy.stats import t as student
+    from test_stats import cr2_by_matrices
+
+    n = len(values)
+    mean = sum(values) / n
+    per_source: dict[str, float] = defaultdict(float)
+    for x, source in zip(values, sources, strict=True):
+        per_source[source] += x - mean
+    se_cr0 = math.sqrt(sum(s * s for s in per_source.values())) / n
+    se_iid = math.sqrt(sum((x - mean) ** 2 for x in values)) / n
+    se, df = cr2_by_matrices(values, sources)
+    t = student.ppf(0.975, df)
+    if rate:
+        n_eff = min(n, mean * (1 - mean) / se**2)
+        centre = (mean + t * t / (2 * n_eff)) / (1 + t * t / n_eff)
+        half = t * math.sqrt(mean * (1 - mean) / n_eff + t * t / (4 * n_eff**2))
+        low, high = centre - half / (1 + t * t / n_eff), centre + half / (1 + t * t / n_eff)
+    else:
+        low, high = mean - t * se, mean + t * se
+    return {
+        "mean": mean,
+        "se_clustered": se,
+        "df": df,
+        "se_cr0": se_cr0,
+        "se_iid": se_iid,
+        "design_effect": (se_cr0 / se_iid) ** 2,
+        "clusters": len(per_source),
+        "low": low,
+        "high": high,
+    }
+
+
+def close(found: dict, expected: dict) -> None:
+    for key, value in expected.items():
+        assert found[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_each_models_clustered_interval_is_the_formula_over_its_records(
+    demo_chain_analysis, demo_chain_records, demo_chain_catalog
+):
+    tasks = [t["task_id"] for t in demo_chain_catalog["tasks"]]
+    sources = [t["source_id"] for t in demo_chain_catalog["tasks"]]
+    assert demo_chain_analysis["confidence"] == 0.95
+    assert "Bell & McCaffrey 2002" in demo_chain_analysis["methods"]["success_rate_clustered"]
+    assert "Wilson" in demo_chain_analysis["methods"]["success_rate_independent"]
+    assert "clustered" in demo_chain_analysis["methods"]["which_to_cite"]
+    effects = {}
+    for row in demo_chain_analysis["leaderboard"]:
+        x = [int(demo_chain_records[row["model"]][t]["success"]) for t in tasks]
+        clustered = row["clustered"]
+        close(clustered, by_formula(x, sources, rate=True))
+        assert clustered["clusters"] == 24 and clustered["tasks"] == 341
+        assert clustered["method"].startswith("Wilson score interval on the effective number")
+        assert row["passes"] == sum(x)
+        effects[row["model"]] = clustered["design_effect"]
+    # the demo's cohesive sources: at least one model's tasks are far from independent
+    assert max(effects.values()) >= 1.5
+    conventions = demo_chain_analysis["methods"]["conventions"]
+    # the conventions' df is that of independent tasks; an interval's is lower where its
+    # sources cohere (the working correlation it estimates)
+    assert conventions["sources"] == 24
+    assert all(
+        r["clustered"]["df"] <= conventions["df"] + 1e-9 for r in demo_chain_analysis["leaderboard"]
+    )
+
+
+def sign_flip_by_convolution(sums: list[int]) -> Fraction:
+    """The sign-flip p by a table of how many sign patterns give each total (a convolution
+    over sources), independent of afbench's generating-function integer."""
+    ways = Counter({0: 1})
+    for t in sums:
+        step: Counter = Counter()
+        for total, count in ways.items():
+            step[total + t] += count
+            step[total - t] += count
+        ways = step
+    observed = abs(sum(sums))
+    return Fraction(sum(c for total, c in ways.items() if abs(total) >= observed), 2 ** len(sums))
+
+
+def holm_by_hand(p: list[float]) -> list[float]:
+    order = sorted(range(len(p)), key=p.__getitem__)
+    adjusted, running = [0.0] * len(p), 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (len(p) - rank) * p[i]))
+        adjusted[i] = running
+    return adjusted
+
+
+def test_each_pairs_clustered_difference_and_sign_flip_p_over_its_records(
+    demo_chain_analysis, demo_chain_records, demo_chain_catalog
+):
+    tasks = [t["task_id"] for t in demo_chain_catalog["tasks"]]
+    sources = [t["source_id"] for t in demo_chain_catalog["tasks"]]
+    assert "paired difference a - b" in demo_chain_analysis["paired"]["clustered_difference"]
+    pairs = demo_chain_analysis["paired"]["pairs"]
+    assert len(pairs) == 36
+    p_flip = []
+    for pair in pairs:
+        a, b = demo_chain_records[pair["a"]], demo_chain_records[pair["b"]]
+        d = [int(a[t]["success"]) - int(b[t]["success"]) for t in tasks]
+        close(pair["clustered"], by_formula(d, sources, rate=False))
+        assert pair["clustered"]["mean"] == pytest.approx(pair["difference_difference"])
+        assert (pair["only_a"], pair["only_b"]) == (d.count(1), d.count(-1))
+        per_source: Counter = Counter()
+        for x, source in zip(d, sources, strict=True):
+            per_source[source] += x
+        p = sign_flip_by_convolution(
+            [per_source[s["source_id"]] for s in demo_chain_catalog["sources"]]
+        )
+        assert pair["p_sign_flip"] == float(p)
+        p_flip.append(float(p))
+    for pair, adjusted in zip(pairs, holm_by_hand(p_flip), strict=True):
+        assert pair["p_sign_flip_holm"] == pytest.approx(adjusted, rel=1e-12)
+        assert pair["significant"] == (adjusted < ALPHA)
+        assert pair["significant_tasks_as_unit"] == (pair["p_holm"] < ALPHA)
+
+
+def test_per_source_wilson_intervals_by_hand(
+    demo_chain_analysis, demo_chain_records, demo_chain_catalog
+):
+    """Wilson: (p + z²/2n ± z sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)."""
+    assert "Wilson" in demo_chain_analysis["methods"]["per_source"]
+    of_source = defaultdict(list)
+    for task in demo_chain_catalog["tasks"]:
+        of_source[task["source_id"]].append(task["task_id"])
+    assert [s["source_id"] for s in demo_chain_analysis["per_source"]] == list(of_source)
+    for row in demo_chain_analysis["per_source"]:
+        n = len(of_source[row["source_id"]])
+        for model, interval in row["wilson"].items():
+            k = sum(demo_chain_records[model][t]["success"] for t in of_source[row["source_id"]])
+            assert row["passes"][model] == k
+            p = k / n
+            centre = (p + Z * Z / (2 * n)) / (1 + Z * Z / n)
+            half = Z * math.sqrt(p * (1 - p) / n + Z * Z / (4 * n * n)) / (1 + Z * Z / n)
+            assert interval["low"] == pytest.approx(max(0.0, centre - half), abs=1e-12)
+            assert interval["high"] == pytest.approx(min(1.0, centre + half), abs=1e-12)
+
+
+def test_tiers_agree_with_the_holm_p_values_for_every_pair(demo_chain_analysis, demo_chain_rev):
+    """★, letters and * come from the source-aware test; the task-level ones stand beside."""
+    board = demo_chain_analysis["leaderboard"]
+    leader = board[0]["model"]
+    for suffix, key in (("", "p_sign_flip_holm"), ("_tasks_as_unit", "p_holm")):
+        letters = {r["model"]: set(r["letters" + suffix]) for r in board}
+        tier = {r["model"]: r["leader_tier" + suffix] for r in board}
+        holm = {(p["a"], p["b"]): p[key] for p in demo_chain_analysis["paired"]["pairs"]}
+        assert len(holm) == 36
+        for (a, b), p in holm.items():
+            assert bool(letters[a] & letters[b]) == (p >= ALPHA), (a, b, p)
+            if a == leader:
+                assert tier[b] == (p >= ALPHA)
+        assert tier[leader] is True
+    # the two tests disagree somewhere on the demo, so the choice shows
+    assert any(
+        p["significant"] != p["significant_tasks_as_unit"]
+        for p in demo_chain_analysis["paired"]["pairs"]
+    )
+    # the comparison's summary, its CSV and the frame carry the same tiers
+    fields = ("leader_tier", "letters", "leader_tier_tasks_as_unit", "letters_tasks_as_unit")
+    summary = json.loads((demo_chain_rev / IMPORTS / "summary.json").read_text())
+    assert {r["model"]: [r[f] for f in fields] for r in summary["leaderboard"]} == {
+        r["model"]: [r[f] for f in fields] for r in board
+    }
+    with open(demo_chain_rev / IMPORTS / "leaderboard.csv", newline="") as f:
+        written = {row["model"]: row for row in csv.DictReader(f)}
+    frame = af.leaderboard(demo_chain_rev)
+    for r in board:
+        row = frame[frame.model == r["model"]].iloc[0]
+        for suffix in ("", "_tasks_as_unit"):
+            assert written[r["model"]]["letters" + suffix] == "".join(r["letters" + suffix])
+            assert (
+                written[r["model"]]["leader_tier" + suffix]
+                == str(r["leader_tier" + suffix]).lower()
+            )
+            assert row["letters" + suffix] == "".join(r["letters" + suffix])
+            assert bool(row["leader_tier" + suffix]) == r["leader_tier" + suffix]
+        assert row.design_effect == pytest.approx(r["clustered"]["design_effect"])
+        assert row.clustered_low == pytest.approx(r["clustered"]["low"])
+        assert row.clustered_df == pytest.approx(r["clustered"]["df"])
+        assert row.clustered_sources == 24
+    comparisons = af.comparisons(demo_chain_rev)
+    for p in demo_chain_analysis["paired"]["pairs"]:
+        row = comparisons[(comparisons.a == p["a"]) & (comparisons.b == p["b"])].iloc[0]
+        assert bool(row.significant) == p["significant"]
+        assert bool(row.significant_tasks_as_unit) == p["significant_tasks_as_unit"]
+        assert row.p_sign_flip_holm == p["p_sign_flip_holm"]
+
+
+def test_every_dagger_agrees_with_a_recomputed_holm_decision(
+    demo_chain_analysis, demo_chain_records, demo_chain_catalog, demo_chain_rev
+):
+    """Every pair: the whole family's sign-flip p recomputed (by convolution, Holm by hand)
+    with a's infrastructure errors counted as solved, then with b's; † exactly when the Holm
+    decision of the pair changes either way. Bounds: passes .. passes + errors, and the union
+    of the two resolutions' clustered intervals."""
+    tasks = [t["task_id"] for t in demo_chain_catalog["tasks"]]
+    sources = [t["source_id"] for t in demo_chain_catalog["tasks"]]
+    order = [r["model"] for r in demo_chain_analysis["leaderboard"]]
+    solved = {
+        m: {t: demo_chain_records[m][t]["success"] for t in tasks} for m in demo_chain_records
+    }
+    error = {
+        m: {t for t in tasks if demo_chain_records[m][t]["stop_reason"] == "infrastructure_error"}
+        for m in demo_chain_records
+    }
+    pairs = demo_chain_analysis["paired"]["pairs"]
+
+    def family(outcomes: dict) -> list[float]:
+        p = []
+        for pair in pairs:
+            per_source: Counter = Counter()
+            for t, s in zip(tasks, sources, strict=True):
+                per_source[s] += int(outcomes[pair["a"]][t]) - int(outcomes[pair["b"]][t])
+            p.append(
+                float(
+                    sign_flip_by_convolution(
+                        [per_source[s["source_id"]] for s in demo_chain_catalog["sources"]]
+                    )
+                )
+            )
+        return holm_by_hand(p)
+
+    resolved = {
+        m: family({**solved, m: {t: solved[m][t] or t in error[m] for t in tasks}})
+        for m in order
+        if error[m]
+    }
+    marked = []
+    for i, pair in enumerate(pairs):
+        flips = []
+        for way, model in (("favour_a", pair["a"]), ("favour_b", pair["b"])):
+            adjusted = resolved[model][i] if model in resolved else pair["p_sign_flip_holm"]
+            assert pair["infrastructure"][way]["p_sign_flip_holm"] == pytest.approx(
+                adjusted, rel=1e-12
+            )
+            flips.append((adjusted < ALPHA) != pair["significant"])
+        assert pair["infrastructure"]["marked"] == any(flips), (pair["a"], pair["b"])
+        if any(flips):
+            marked.append((pair["a"], pair["b"]))
+        union = pair["infrastructure"]["clustered"]
+        ways = [pair["infrastructure"][w]["clustered"] for w in ("favour_a", "favour_b")]
+        assert union == {"low": min(w["low"] for w in ways), "high": max(w["high"] for w in ways)}
+    assert marked and demo_chain_analysis["paired"]["marked_pairs"] == len(marked)
+    assert "Holm" in demo_chain_analysis["paired"]["infrastructure"]
+    for row in demo_chain_analysis["leaderboard"]:
+        m = row["model"]
+        bounds = row["infrastructure_bounds"]
+        assert (bounds["passes"], bounds["passes_high"]) == (
+            row["passes"],
+            row["passes"] + len(error[m]),
+        )
+        assert bounds["clustered"]["low"] == row["clustered"]["low"]
+        assert bounds["clustered"]["high"] >= row["clustered"]["high"]
+    html = (demo_chain_rev / "report/index.html").read_text()
+    assert 'id="infrastructure"' in html and f"{len(marked)} pair(s) marked" in html
+    frame = af.comparisons(demo_chain_rev)
+    assert sorted(map(tuple, frame[frame.infrastructure_marked][["a", "b"]].values)) == sorted(
+        marked
+    )
+    # the tier and letter changes the report names are those of the recomputed families
+    changes = {c["errors_solved_for"] for c in demo_chain_analysis["paired"]["tier_changes"]}
+    for model, adjusted in resolved.items():
+        flipped = [(a < ALPHA) != p["significant"] for a, p in zip(adjusted, pairs, strict=True)]
+        if model in changes:
+            assert any(flipped)
+
+
+def test_the_task_level_resolution_is_the_exact_test_each_way(
+    demo_chain_analysis, demo_chain_records, demo_chain_catalog
+):
+    tasks = [t["task_id"] for t in demo_chain_catalog["tasks"]]
+
+    def bits(model: str, keep) -> int:
+        return sum(1 << i for i, t in enumerate(tasks) if keep(demo_chain_records[model][t]))
+
+    success = {m: bits(m, lambda r: r["success"]) for m in demo_chain_records}
+    errors = {
+        m: bits(m, lambda r: r["stop_reason"] == "infrastructure_error") for m in demo_chain_records
+    }
+    for pair in demo_chain_analysis["paired"]["pairs"]:
+        a, b = pair["a"], pair["b"]
+        reference = infrastructure_error_bounds(success[a], errors[a], success[b], errors[b], 341)
+        assert reference["reported"]["p_exact"] == pair["p_exact"]
+        for way in ("favour_a", "favour_b"):
+            mine = pair["infrastructure"][way]
+            assert {k: mine[k] for k in reference[way]} == reference[way]

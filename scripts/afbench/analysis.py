@@ -5,13 +5,16 @@ from __future__ import annotations
 from itertools import combinations
 
 from .errors import AfbenchError, Problem, raise_if
-from .records import ANALYSIS, record
+from .kinds import ANALYSIS
 from .release import stale_imports
 from .stats import (
     CLUSTERED_DIFFERENCE_METHOD,
     CLUSTERED_RATE_METHOD,
+    CR0_NOTE,
     INFRASTRUCTURE_BOUNDS_METHOD,
     LETTER_DISPLAY_METHOD,
+    SIGN_FLIP_METHOD,
+    bell_mccaffrey_df,
     clustered_difference_from_counts,
     clustered_rate_from_counts,
     compact_letter_display,
@@ -21,6 +24,7 @@ from .stats import (
     mcnemar_exact_many,
     paired_difference_from_counts,
     pareto_frontier,
+    sign_flip_p,
     standard_error,
     success_bounds,
     wilson_interval,
@@ -95,14 +99,26 @@ STANDARD_ERROR_METHOD = (
     "eq. 2); tasks taken as independent draws"
 )
 PER_SOURCE_METHOD = "per source: passes of its tasks, with the Wilson score interval"
+EXACT_TEST = (
+    "exact McNemar test over tasks (tasks as the unit): two-sided, tail-doubled, p = min(1, "
+    "2·P(X <= min(only_a, only_b))) with X ~ Binomial(only_a + only_b, 1/2); not mid-p"
+)
+DECISIONS = (
+    "the report's decisions (★ tier, letters, *) come from the source-aware test, since its "
+    "claims are about the benchmark (sources like these); the exact McNemar decisions, with "
+    "tasks as the unit, stand beside them"
+)
 TIER_METHOD = (
-    "leader's tier: the leader and every model whose Holm-adjusted exact McNemar p against it "
-    "is at least alpha; letters: " + LETTER_DISPLAY_METHOD + ", differing meaning a "
-    "Holm-adjusted p below alpha"
+    "leader's tier: the leader and every model whose Holm-adjusted sign-flip p (sources as the "
+    "unit) against it is at least alpha; letters: " + LETTER_DISPLAY_METHOD + ", differing "
+    "meaning a Holm-adjusted sign-flip p below alpha. The same with the exact McNemar test "
+    "(tasks as the unit) is given beside them as leader_tier_tasks_as_unit and "
+    "letters_tasks_as_unit"
 )
 MARK_RULE = (
-    "a pair is marked when its exact McNemar p with the errors resolved one way or the other "
-    "falls on the other side of alpha = {alpha} from its reported p (all three unadjusted)"
+    "a pair is marked † when the decision shown (its Holm-adjusted sign-flip p below alpha = "
+    "{alpha}, over the whole family) changes when the whole family is recomputed with a's "
+    "infrastructure errors counted as solved, or with b's"
 )
 
 
@@ -118,15 +134,23 @@ def which_to_cite(tasks: int, sources: int) -> str:
 
 
 FEW_SOURCES = (
-    "With few sources the clustered standard error is biased low (Miller 2024), so its "
-    "interval is, if anything, still too narrow."
+    "With few sources the plain clustered standard error (Miller 2024, eq. 4) is biased low "
+    "and a normal quantile too small: its 95% intervals covered 0.88-0.94 of simulated releases "
+    "(bench/coverage.py). The clustered intervals here use the CR2 correction and a t quantile "
+    "on the Bell-McCaffrey degrees of freedom (0.936-0.966 there), shown with the number of "
+    "sources."
 )
 
 
-def letters_text(letters: list[str]) -> str:
-    """A model's letters as one cell: run together ('ab'), or with spaces when some letter has
-    more than one character (past 'z': 'z aa')."""
-    return ("" if all(len(x) == 1 for x in letters) else " ").join(letters)
+def by_source(bits: int, masks: list[int]) -> list[int]:
+    """A bitset's count in each source (`masks`: each source's tasks as a bitset)."""
+    return [(bits & mask).bit_count() for mask in masks]
+
+
+def source_sums(a: int, b: int, masks: list[int]) -> list[int]:
+    """Per source, tasks only a solved minus tasks only b solved: the sign-flip test's t_c."""
+    only_a, only_b = a & ~b, b & ~a
+    return [(only_a & m).bit_count() - (only_b & m).bit_count() for m in masks]
 
 
 def paired_counts(order: list[str], bits: dict[str, int], tasks: int) -> list[dict]:
@@ -151,36 +175,68 @@ def paired_counts(order: list[str], bits: dict[str, int], tasks: int) -> list[di
 
 
 def paired_tests(
-    order: list[str], bits: dict[str, int], tasks: int, alpha: float = ALPHA
+    order: list[str], bits: dict[str, int], tasks: int, masks: list[int], alpha: float = ALPHA
 ) -> list[dict]:
-    """`paired_counts` with each pair's exact McNemar p, Holm-adjusted over all pairs, and
-    whether the adjusted p is below alpha."""
+    """`paired_counts` with each pair's two tests, each Holm-adjusted over all pairs: the
+    sign-flip randomisation over sources (`masks`: each source's tasks as a bitset over the
+    same task order) — p_sign_flip, p_sign_flip_holm and `significant`, the decision shown —
+    and the exact McNemar test over tasks — p_exact, p_holm, significant_tasks_as_unit."""
     pairs = paired_counts(order, bits, tasks)
     p_exact = mcnemar_exact_many([(p["only_a"], p["only_b"]) for p in pairs])
-    for pair, p, p_adj in zip(pairs, p_exact, holm(p_exact), strict=True):
-        pair["p_exact"], pair["p_holm"], pair["significant"] = p, p_adj, p_adj < alpha
+    p_flip = [sign_flip_p(source_sums(bits[p["a"]], bits[p["b"]], masks)) for p in pairs]
+    for pair, p, p_adj, q, q_adj in zip(
+        pairs, p_exact, holm(p_exact), p_flip, holm(p_flip), strict=True
+    ):
+        pair.update(
+            {
+                "p_exact": p,
+                "p_holm": p_adj,
+                "significant_tasks_as_unit": p_adj < alpha,
+                "p_sign_flip": q,
+                "p_sign_flip_holm": q_adj,
+                "significant": q_adj < alpha,
+            }
+        )
     return pairs
 
 
-def tiers(order: list[str], pairs: list[dict], alpha: float = ALPHA) -> dict[str, dict]:
+def tiers(
+    order: list[str], pairs: list[dict], alpha: float = ALPHA, key: str = "p_sign_flip_holm"
+) -> dict[str, dict]:
     """Per model (`order` best first, `pairs` from `paired_tests`): whether it is in the
-    leader's tier (its Holm-adjusted p against the leader is at least alpha) and its letters
-    (two models share a letter exactly when their Holm-adjusted p is at least alpha)."""
-    holm_p = {(p["a"], p["b"]): p["p_holm"] for p in pairs}
+    leader's tier (its Holm-adjusted p against the leader, `key`, is at least alpha) and its
+    letters (two models share a letter exactly when their Holm-adjusted p is at least alpha).
+    `key` p_sign_flip_holm: sources as the unit (the decisions shown); p_holm: tasks."""
+    holm_p = {(p["a"], p["b"]): p[key] for p in pairs}
     leader = order[0]
     tier = set(leader_tier(order, {m: holm_p[leader, m] for m in order[1:]}, alpha))
-    letters = compact_letter_display(order, {key: p < alpha for key, p in holm_p.items()})
+    letters = compact_letter_display(order, {k: p < alpha for k, p in holm_p.items()})
     return {m: {"leader_tier": m in tier, "letters": letters[m]} for m in order}
 
 
+def both_tiers(order: list[str], pairs: list[dict], alpha: float = ALPHA) -> dict[str, dict]:
+    """`tiers` from the source-aware test (leader_tier, letters) with those from the exact
+    McNemar test beside them (leader_tier_tasks_as_unit, letters_tasks_as_unit)."""
+    shown = tiers(order, pairs, alpha)
+    tasks = tiers(order, pairs, alpha, key="p_holm")
+    return {
+        m: {
+            **shown[m],
+            "leader_tier_tasks_as_unit": tasks[m]["leader_tier"],
+            "letters_tasks_as_unit": tasks[m]["letters"],
+        }
+        for m in order
+    }
+
+
 def significance(
-    order: list[str], bits: dict[str, int], tasks: int, alpha: float = ALPHA
+    order: list[str], bits: dict[str, int], tasks: int, masks: list[int], alpha: float = ALPHA
 ) -> tuple[list[dict], dict[str, dict]]:
-    """`paired_tests` and the `tiers` they give: the comparison summary's tiers. The report's
-    analysis calls the two parts itself (it adds to the pairs in between), so both carry the
-    same tiers."""
-    pairs = paired_tests(order, bits, tasks, alpha)
-    return pairs, tiers(order, pairs, alpha)
+    """`paired_tests` and the `both_tiers` they give: the comparison summary's tiers. The
+    report's analysis calls the two parts itself (it adds to the pairs in between), so both
+    carry the same tiers."""
+    pairs = paired_tests(order, bits, tasks, masks, alpha)
+    return pairs, both_tiers(order, pairs, alpha)
 
 
 class _Tasks:
@@ -208,23 +264,35 @@ def _errors(imp: dict, tasks: _Tasks) -> int:
     return tasks.bits(imp["infrastructure_errors"]["tasks"])
 
 
+def _union(first: dict, second: dict) -> dict:
+    """The union of two resolved clustered intervals: the bounds' interval."""
+    return {"low": min(first["low"], second["low"]), "high": max(first["high"], second["high"])}
+
+
 def leaderboard(
     imports: list[dict], catalog: dict, confidence: float, tier: dict, summary: dict
 ) -> list[dict]:
     """One row per model (imports reduced by `compactor`), best first: the reported passes;
-    the Wilson interval and standard error (tasks independent) beside the clustered standard
-    error over sources with its interval and design effect; its `tiers` entry; the
-    infrastructure errors' bounds; and, from the comparison summary, the authors' published
-    count."""
-    source_ids = [s["source_id"] for s in catalog["sources"]]
-    sizes = [s["n_tasks"] for s in catalog["sources"]]
+    the Wilson interval and standard error (tasks independent) beside the clustered (CR2)
+    interval over sources with its degrees of freedom and design effect; its `both_tiers`
+    entry; the infrastructure errors' bounds, with the union of the clustered intervals of the
+    errors counted as failures and as successes; and, from the comparison summary, the
+    authors' published count."""
+    tasks = _Tasks(catalog)
+    source_ids = [sid for sid, _ in tasks.sources]
     board = leaderboard_order(imports)
     published = {row["model"]: row for row in summary["leaderboard"]}
     rows = []
     for imp in board:
         low, high = wilson_interval(imp["passes"], imp["tasks"], confidence)
-        by_source = [imp["passes_by_source"][sid] for sid in source_ids]
+        passes_by_source = [imp["passes_by_source"][sid] for sid in source_ids]
+        errors = by_source(_errors(imp, tasks), tasks.masks)
         facts = published.get(imp["model"], {})
+        clustered = clustered_rate_from_counts(passes_by_source, tasks.sizes, confidence)
+        solved = clustered_rate_from_counts(
+            [k + e for k, e in zip(passes_by_source, errors, strict=True)], tasks.sizes, confidence
+        )
+        bounds = success_bounds(imp["passes"], imp["infrastructure_errors"]["count"], imp["tasks"])
         rows.append(
             {
                 "model": imp["model"],
@@ -235,13 +303,13 @@ def leaderboard(
                 "wilson_low": low,
                 "wilson_high": high,
                 "standard_error": standard_error(imp["passes"], imp["tasks"]),
-                "clustered": clustered_rate_from_counts(by_source, sizes, confidence),
-                "leader_tier": tier[imp["model"]]["leader_tier"],
-                "letters": tier[imp["model"]]["letters"],
+                "clustered": clustered,
+                **tier[imp["model"]],
                 "infrastructure_errors": imp["infrastructure_errors"]["count"],
-                "infrastructure_bounds": success_bounds(
-                    imp["passes"], imp["infrastructure_errors"]["count"], imp["tasks"]
-                ),
+                "infrastructure_bounds": {
+                    **bounds,
+                    "clustered": _union(clustered, solved),
+                },
                 "over_budget_records": imp["budget_audit"]["over_budget_count"],
                 "published_passes": facts.get("published_passes"),
                 "matches_published": facts.get("matches_published"),
@@ -299,57 +367,129 @@ def compactor(catalog: dict):
     return compact
 
 
+def _resolved_family(
+    order: list[str],
+    bits: dict[str, int],
+    errors: dict[str, int],
+    masks: list[int],
+    pairs: list[dict],
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Per model with infrastructure errors: the whole family's sign-flip p-values and their
+    Holm adjustment with that model's errors counted as solved (every other model as
+    reported). Only the pairs with that model change; the rest keep their p."""
+    reported = [p["p_sign_flip"] for p in pairs]
+    family = {}
+    for model in order:
+        if not errors[model]:
+            continue
+        solved = {**bits, model: bits[model] | errors[model]}
+        p = list(reported)
+        for i, pair in enumerate(pairs):
+            if model in (pair["a"], pair["b"]):
+                p[i] = sign_flip_p(source_sums(solved[pair["a"]], solved[pair["b"]], masks))
+        family[model] = (p, holm(p))
+    return family
+
+
+def _changed_tiers(
+    order: list[str], pairs: list[dict], family: dict, shown: dict[str, dict]
+) -> list[dict]:
+    """The resolutions under which the ★ tier or the letters would differ from those shown."""
+    changes = []
+    for model, (p, adjusted) in family.items():
+        decided = [a < ALPHA for a in adjusted]
+        if decided == [pair["significant"] for pair in pairs]:
+            continue  # the same decisions give the same tier and letters
+        resolved = [
+            {**pair, "p_sign_flip": q, "p_sign_flip_holm": q_adj}
+            for pair, q, q_adj in zip(pairs, p, adjusted, strict=True)
+        ]
+        tier = tiers(order, resolved)
+        if all(tier[m] == {k: shown[m][k] for k in tier[m]} for m in order):
+            continue
+        changes.append(
+            {
+                "errors_solved_for": model,
+                "leader_tier": [m for m in order if tier[m]["leader_tier"]],
+                "letters": {m: tier[m]["letters"] for m in order},
+                "leader_tier_changes": any(
+                    tier[m]["leader_tier"] != shown[m]["leader_tier"] for m in order
+                ),
+                "letters_change": any(tier[m]["letters"] != shown[m]["letters"] for m in order),
+            }
+        )
+    return changes
+
+
 def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) -> dict:
     """Every pair of models on the same tasks (imports reduced by `compactor`), a ranked above
-    b: the discordant counts, the exact McNemar p (Holm-adjusted over all pairs), the paired
-    difference a - b with its paired standard error, the same difference with the clustered
-    standard error over sources, and what the two models' infrastructure errors could do to
-    the test (resolved in favour of a, then of b)."""
+    b: the discordant counts; the sign-flip randomisation test over sources and the exact
+    McNemar test over tasks, each Holm-adjusted over all pairs; the paired difference a - b
+    with its paired standard error (tasks independent) and with its CR2 interval over sources;
+    and what the two models' infrastructure errors could do to the decision shown (each
+    resolved in favour of a, then of b, the whole family recomputed), with the tier and
+    letter changes that could follow."""
     tasks = _Tasks(catalog)
     order = [imp["model"] for imp in leaderboard_order(imports)]
     bits = {imp["model"]: imp["success_bits"] for imp in imports}
     errors = {imp["model"]: _errors(imp, tasks) for imp in imports}
     n = imports[0]["tasks"]
-    pairs = paired_tests(order, bits, n)
+    pairs = paired_tests(order, bits, n, tasks.masks)
+    family = _resolved_family(order, bits, errors, tasks.masks, pairs)
     resolved = []
     for pair in pairs:
         a, b = bits[pair["a"]], bits[pair["b"]]
         for won, lost in ((a | errors[pair["a"]], b), (a, b | errors[pair["b"]])):
             resolved.append(discordant_counts(won, lost))
     resolved_p = mcnemar_exact_many(resolved)
+
+    def clustered(a: int, b: int) -> dict:
+        return clustered_difference_from_counts(
+            by_source(a & ~b, tasks.masks), by_source(b & ~a, tasks.masks), tasks.sizes, confidence
+        )
+
     for index, pair in enumerate(pairs):
         a, b = bits[pair["a"]], bits[pair["b"]]
-        only_a, only_b = a & ~b, b & ~a
         difference = paired_difference_from_counts(pair["only_a"], pair["only_b"], n, confidence)
         pair.update({f"difference_{k}": v for k, v in difference.items()})
-        pair["clustered"] = clustered_difference_from_counts(
-            [(only_a & mask).bit_count() for mask in tasks.masks],
-            [(only_b & mask).bit_count() for mask in tasks.masks],
-            tasks.sizes,
-            confidence,
-        )
-        reported = pair["p_exact"] < ALPHA
+        pair["clustered"] = clustered(a, b)
         ways = {}
-        for way, offset in (("favour_a", 0), ("favour_b", 1)):
-            counts = resolved[2 * index + offset]
+        for way, model, offset in (("favour_a", pair["a"], 0), ("favour_b", pair["b"], 1)):
+            only_a, only_b = resolved[2 * index + offset]
+            p, adjusted = family.get(model, (None, None))
+            p_flip = pair["p_sign_flip"] if p is None else p[index]
+            p_flip_holm = pair["p_sign_flip_holm"] if adjusted is None else adjusted[index]
+            won = (a | errors[pair["a"]], b) if way == "favour_a" else (a, b | errors[pair["b"]])
             ways[way] = {
-                "only_a": counts[0],
-                "only_b": counts[1],
+                "only_a": only_a,
+                "only_b": only_b,
                 "p_exact": resolved_p[2 * index + offset],
+                "p_sign_flip": p_flip,
+                "p_sign_flip_holm": p_flip_holm,
+                "significant": p_flip_holm < ALPHA,
+                "clustered": clustered(*won),
             }
         pair["infrastructure"] = {
             **ways,
-            "marked": any((w["p_exact"] < ALPHA) != reported for w in ways.values()),
+            "marked": any(w["significant"] != pair["significant"] for w in ways.values()),
+            "clustered": _union(ways["favour_a"]["clustered"], ways["favour_b"]["clustered"]),
         }
+    shown = both_tiers(order, pairs)
+    sources = sum(1 for size in tasks.sizes if size)
     return {
-        "test": "exact McNemar (two-sided binomial test on discordant tasks)",
-        "correction": f"Holm-Bonferroni over {len(pairs)} pairs, family-wise alpha {ALPHA}",
+        "decisions": DECISIONS,
+        "test": SIGN_FLIP_METHOD,
+        "test_tasks_as_unit": EXACT_TEST,
+        "correction": f"Holm-Bonferroni over all {len(pairs)} pairs of the {len(order)} models, "
+        f"for each test separately; family-wise alpha {ALPHA}",
+        "sources": sources,
         "difference": f"paired difference in success rate (a - b), {confidence:.0%} "
         "normal interval with the paired standard error (tasks independent)",
         "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
         "infrastructure": f"{INFRASTRUCTURE_BOUNDS_METHOD}; {MARK_RULE.format(alpha=ALPHA)}",
         "tiers": TIER_METHOD,
         "marked_pairs": sum(p["infrastructure"]["marked"] for p in pairs),
+        "tier_changes": _changed_tiers(order, pairs, family, shown),
         "pairs": pairs,
     }
 
@@ -426,43 +566,74 @@ def local_run_rows(runs: list[dict]) -> list[dict]:
                     # verdicts and for summaries imported before certificates existed
                     "conformant": config.get("conformant"),
                     "conformance_reasons": (config.get("conformance") or {}).get("reasons", []),
+                    # "not certified": a check compared nothing (afbench.conformance)
+                    "certification": (config.get("conformance") or {}).get("status"),
                 }
             )
     return rows
+
+
+def conventions(catalog: dict, pairs: int) -> dict:
+    """The conventions behind every interval and decision, written down once."""
+    sizes = [s["n_tasks"] for s in catalog["sources"]]
+    sources = sum(1 for size in sizes if size)
+    return {
+        "alpha": ALPHA,
+        "two_sided": True,
+        "exact_p": "tail-doubled (not mid-p): " + EXACT_TEST,
+        "holm_family": f"all {pairs} pairs of the models compared, once for each test",
+        "sources": sources,
+        "tasks": sum(sizes),
+        "df": bell_mccaffrey_df(sizes),
+        "df_method": "Bell-McCaffrey (2002) with independent tasks; each interval has its own "
+        "df (its 'df' field), under the intra-source correlation it estimates (Imbens & "
+        "Kolesar 2016)",
+        "randomisation": {
+            "draws": f"all 2^{sources} = {2**sources:,} sign patterns, counted exactly",
+            "seed": None,
+            "monte_carlo_error": 0.0,
+        },
+    }
 
 
 def analyse(
     summary: dict, imports: list[dict], catalog: dict, runs: list[dict], confidence: float
 ) -> dict:
     paired = paired_comparisons(imports, catalog, confidence)
-    tier = tiers([imp["model"] for imp in leaderboard_order(imports)], paired["pairs"])
-    return {
-        **record(ANALYSIS),
-        "note": summary["note"],
-        "license": summary["license"],
-        "release": summary["release"],
-        "confidence": confidence,
-        "source_condition": summary["source_condition"],
-        "budget_usd": summary["budget_usd"],
-        "alpha": ALPHA,
-        "methods": {
+    tier = both_tiers([imp["model"] for imp in leaderboard_order(imports)], paired["pairs"])
+    return ANALYSIS.record(
+        note=summary["note"],
+        license=summary["license"],
+        release=summary["release"],
+        confidence=confidence,
+        source_condition=summary["source_condition"],
+        budget_usd=summary["budget_usd"],
+        alpha=ALPHA,
+        methods={
             "success_rate_independent": WILSON_METHOD,
             "standard_error": STANDARD_ERROR_METHOD,
             "success_rate_clustered": CLUSTERED_RATE_METHOD,
+            "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
+            "clustered_cr0": CR0_NOTE,
+            "decisions": DECISIONS,
+            "paired_test": SIGN_FLIP_METHOD,
+            "paired_test_tasks_as_unit": EXACT_TEST,
             "tiers": TIER_METHOD,
             "infrastructure_bounds": "passes with every infrastructure error as a failure "
-            "(as reported) .. as a success",
+            "(as reported) .. as a success; its clustered interval is the union of the two "
+            "resolutions' clustered intervals",
             "per_source": PER_SOURCE_METHOD,
             "which_to_cite": which_to_cite(
                 catalog["counts"]["tasks"], catalog["counts"]["sources"]
             ),
             "few_sources": FEW_SOURCES,
+            "conventions": conventions(catalog, len(paired["pairs"])),
         },
-        "published": summary["published"],
-        "leaderboard": leaderboard(imports, catalog, confidence, tier, summary),
-        "paired": paired,
-        "per_source": per_source(imports, catalog, confidence),
-        "cost_success": cost_success(imports),
-        "budget_audit": summary["budget_audit"],
-        "local_runs": local_run_rows(runs),
-    }
+        published=summary["published"],
+        leaderboard=leaderboard(imports, catalog, confidence, tier, summary),
+        paired=paired,
+        per_source=per_source(imports, catalog, confidence),
+        cost_success=cost_success(imports),
+        budget_audit=summary["budget_audit"],
+        local_runs=local_run_rows(runs),
+    )

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from . import __version__
 from .errors import AfbenchError
 from .fsutil import sha256_file
-from .records import ARTIFACT_MANIFEST, record, tool_versions
+from .kinds import ARTIFACT_MANIFEST
 
 
 def build_manifest(root: Path, files: list[Path], config_digest: str, revision: str) -> dict:
@@ -31,10 +32,28 @@ def build_manifest(root: Path, files: list[Path], config_digest: str, revision: 
                 "size": resolved.stat().st_size,
             }
         )
-    return record(
-        ARTIFACT_MANIFEST,
+    return ARTIFACT_MANIFEST.record(
         revision=revision,
         config_digest=config_digest,
         versions=tool_versions(),
         artifacts=artifacts,
     )
+
+
+def tool_versions() -> dict[str, str]:
+    """The versions an artifact directory was made with (the manifest's and the report's)."""
+    # imported here: importlib.metadata costs a job start-up more than any stage needs
+    import platform
+    from importlib import metadata
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "python": platform.python_version(),
+        "snakemake": version("snakemake"),
+        "afbench": __version__,
+    }

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from .csvtable import (
     first_rows,
@@ -15,7 +16,8 @@ from .csvtable import (
 )
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import canonical_digest, check_name
-from .records import CATALOG, SELECTION, record
+from .kinds import CATALOG, SELECTION, TASK_DIGESTS
+from .kinds.tasks import MANIFEST_ROW, PART_NAMES, SOURCE
 
 CATALOG_NOTE = (
     "Metadata view of the release's tasks (source-free): declarations, source "
@@ -24,15 +26,42 @@ CATALOG_NOTE = (
 )
 
 
-MANIFEST_FIELDS = (
-    "task_id",
-    "source_id",
-    "source_ref",
-    "target_declaration",
-    "n_obligations",
-    "workspace",
+# the files' fields, as the catalog declares them (upstream column names are mapped in config)
+MANIFEST_FIELDS = tuple(MANIFEST_ROW.names)
+SOURCES_FIELDS = tuple(SOURCE.names)
+
+# A task's catalog digests: the canonical JSON (fsutil.canonical_digest) of its MANIFEST row,
+# of its source reference and of its obligations
+CATALOG_DIGESTS = {
+    "manifest_row": MANIFEST_FIELDS,
+    "source_reference": ("source_id", "source_ref"),
+    "obligations": ("target_declaration", "n_obligations"),
+}
+# The parts of an exported Harbor task folder, by relative path (the first rule that matches):
+# what the agent is asked (the instruction and the workspace it completes: the statement), how
+# it is graded, where it runs, and the oracle's reference solution. task.toml is split by its
+# tables: [verifier] grades, [metadata] describes, [solution] runs the oracle, [task] declares
+# the package name and version (Harbor's convention: a declaration, not content), anything else
+# ([agent], [environment], schema_version, steps) sets where and how long the agent runs.
+EXPORT_PARTS = (
+    ("instruction.md", "statement"),
+    ("environment/workspace/", "statement"),
+    ("tests/", "verifier"),
+    ("solution/", "solution"),
+    ("environment/", "environment"),
 )
-SOURCES_FIELDS = ("source_id", "title", "authors", "license", "n_tasks")
+TOML_PARTS = {"verifier": "verifier", "metadata": "metadata", "solution": "solution"}
+PARTS = PART_NAMES
+DIGESTS_NOTE = (
+    "Per-task content digests. Catalog: SHA-256 of the canonical JSON of the MANIFEST row, "
+    "of its source reference (source_id, source_ref) and of its obligations "
+    "(target_declaration, n_obligations). Export (with a checkout at the pinned revision): "
+    "the exporter's task folder, its checksum as Harbor 0.22.0 records it (task_checksum, as "
+    "the conformance certificate computes it) and one digest per part (statement, verifier, "
+    "environment, solution, metadata): SHA-256 of the sorted lines 'path NUL sha256 NUL mode' "
+    "of the part's files and 'task.toml#table NUL canonical digest' of its task.toml tables; "
+    "task.toml's [task] table is the declared package name and version, not content."
+)
 
 
 def parse_manifest(data: bytes, file: str, mapping: dict[str, str]) -> tuple[list[dict], list]:
@@ -191,8 +220,8 @@ def build_catalog(
     source_rows, source_extra = parse_sources(sources_bytes, names["sources"], columns["sources"])
     cross_check(tasks, source_rows, expected_counts, names)
     tree = f"https://github.com/{release['repository']}/tree/{release['revision']}/"
-    return record(
-        CATALOG,
+    digests = {task["task_id"]: catalog_digests(task) for task in tasks}
+    return CATALOG.record(
         note=CATALOG_NOTE,
         release=release,
         license=license,
@@ -205,6 +234,164 @@ def build_catalog(
         },
         sources=source_rows,
         tasks=[{**task, "workspace_url": tree + task["workspace"]} for task in tasks],
+        task_digests=digests,
+    )
+
+
+def catalog_digests(task: dict) -> dict[str, str]:
+    """A task's catalog digests (CATALOG_DIGESTS) from its MANIFEST row."""
+    return {
+        name: canonical_digest({field: task[field] for field in fields})
+        for name, fields in CATALOG_DIGESTS.items()
+    }
+
+
+def part_of(path: str) -> str:
+    for rule, part in EXPORT_PARTS:
+        if path == rule or (rule.endswith("/") and path.startswith(rule)):
+            return part
+    return "environment"
+
+
+def export_digests(task_dir: Path) -> dict:
+    """An exported task folder's digests: Harbor's checksum of the whole folder, each file and
+    task.toml table with its part, one digest per part, and the declared package name and
+    version ([task] of task.toml). Symbolic links are refused (a task folder is plain files)."""
+    import hashlib
+    import os
+    import tomllib
+
+    from .fsutil import sha256_file
+    from .harbor import task_checksum
+
+    task_dir = Path(task_dir)
+    entries: dict[str, dict] = {}
+    declared = {"name": None, "version": None}
+    for root, folders, files in os.walk(task_dir):
+        folders.sort()
+        for name in [*folders, *files]:
+            if (Path(root) / name).is_symlink():
+                raise AfbenchError(
+                    "the exported task holds a symbolic link", file=str(Path(root) / name)
+                )
+        for name in sorted(files):
+            path = Path(root) / name
+            rel = path.relative_to(task_dir).as_posix()
+            if rel == "task.toml":
+                continue
+            entries[rel] = {
+                "part": part_of(rel),
+                "sha256": sha256_file(path, "exported task file"),
+                "executable": bool(path.stat().st_mode & 0o111),
+            }
+    toml_path = task_dir / "task.toml"
+    if toml_path.is_file():
+        try:
+            table = tomllib.loads(toml_path.read_bytes().decode("utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise AfbenchError(
+                f"the exported task.toml is not TOML: {error}", file=str(toml_path)
+            ) from None
+        package = table.pop("task", None)
+        if isinstance(package, dict):
+            declared = {
+                "name": package.get("name") if isinstance(package.get("name"), str) else None,
+                "version": package.get("version")
+                if isinstance(package.get("version"), str)
+                else None,
+            }
+            rest = {k: v for k, v in package.items() if k not in ("name", "version")}
+            if rest:  # the package's description, authors, keywords: metadata
+                table["task"] = rest
+        for key in sorted(table):
+            entries[f"task.toml#{key}"] = {
+                "part": TOML_PARTS.get(key, "metadata" if key == "task" else "environment"),
+                "sha256": canonical_digest(_plain(table[key])),
+                "executable": False,
+            }
+    parts = {}
+    for part in PARTS:
+        lines = sorted(
+            f"{rel}\0{e['sha256']}\0{'x' if e['executable'] else '-'}\n"
+            for rel, e in entries.items()
+            if e["part"] == part
+        )
+        parts[part] = hashlib.sha256("".join(lines).encode()).hexdigest()
+    return {
+        "checksum": task_checksum(task_dir),
+        "parts": parts,
+        "files": dict(sorted(entries.items())),
+        "declared": declared,
+        "regrade": regrade_refusal(table if toml_path.is_file() else {}),
+    }
+
+
+def _plain(value: object) -> object:
+    """A TOML value as JSON can hold it (dates as their ISO text)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def regrade_refusal(table: dict) -> str | None:
+    """Why Harbor 0.22.0 cannot regrade the task (harbor.trial.regrade.check_task_regradable:
+    no [[steps]], and a verifier in its own environment, which grades the trial's recorded
+    artifacts), or None when it can."""
+    if table.get("steps"):
+        return "the task has [[steps]]; Harbor 0.22.0 does not regrade multi-step tasks"
+    verifier = table.get("verifier") if isinstance(table.get("verifier"), dict) else {}
+    mode = verifier.get("environment_mode")
+    if mode == "separate" or (mode is None and verifier.get("environment") is not None):
+        return None
+    return (
+        "the task's verifier runs in the agent's environment (shared mode): Harbor regrades "
+        'only a verifier in its own environment ([verifier] environment_mode = "separate"), '
+        "which needs no live agent environment"
+    )
+
+
+def content_digests(catalog: dict, repository_dir: str | None, tasks_dir: str) -> dict:
+    """Every task's digests: the catalog's, and, with a checkout at the pinned revision, those
+    of the task folder its exporter writes (export_digests). The exports run as a plan's export
+    step does (plan.export_steps), a few at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    release = catalog["release"]
+    rows = {t["task_id"]: {f: t[f] for f in MANIFEST_FIELDS} for t in catalog["tasks"]}
+    exported: dict[str, dict | None] = dict.fromkeys(rows)
+    source: dict = {"exported": False, "reason": "no checkout configured (plans.repository_dir)"}
+    if repository_dir:
+        from .execute import run_steps
+        from .plan import check_repository, export_steps, tasks_folder
+
+        repo = check_repository(repository_dir, release["revision"])
+        folder = tasks_folder(repo, tasks_dir)
+
+        def export(task_id: str) -> dict:
+            run_steps(export_steps(repo, task_id, folder), {}, [], names=("export",))
+            return export_digests(folder / task_id)
+
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            exported = dict(zip(rows, pool.map(export, rows), strict=True))
+        source = {"exported": True, "reason": None}
+    return TASK_DIGESTS.record(
+        note=DIGESTS_NOTE,
+        release=release,
+        license=catalog["license"],
+        inputs=catalog["inputs"],
+        export=source,
+        tasks={
+            task_id: {
+                "row": row,
+                **catalog["task_digests"][task_id],
+                "export": exported[task_id],
+            }
+            for task_id, row in rows.items()
+        },
     )
 
 
@@ -284,8 +471,7 @@ def select_tasks(
     digest = canonical_digest(
         {"revision": catalog["release"]["revision"], "inputs": catalog["inputs"], "task_ids": ids}
     )
-    return record(
-        SELECTION,
+    return SELECTION.record(
         note=CATALOG_NOTE,
         name=name,
         release=catalog["release"],
@@ -358,3 +544,81 @@ def _stratified(catalog: dict, chosen: list[dict], stratified: dict) -> tuple[li
         "allocation": drawn["allocation"],
         "method": drawn["method"],
     }
+
+
+def freeze(selection: dict, digests: dict, earlier: dict | None) -> dict:
+    """The selection frozen: each member's digests (content_digests) recorded. Against
+    `earlier`, the same selection frozen on an earlier revision, every member must be the same
+    task with the same content, or the selection is refused naming each member and what
+    changed (upgrade.compare_task)."""
+    from .upgrade import compare_task
+
+    if digests["release"]["revision"] != selection["release"]["revision"]:
+        raise AfbenchError(
+            "the task digests are of another release than the selection",
+            field="--digests",
+            expected=selection["release"]["revision"],
+            found=digests["release"]["revision"],
+        )
+    members = {tid: digests["tasks"][tid] for tid in selection["task_ids"]}
+    exported = bool(digests["export"]["exported"])
+    since = selection["release"]["revision"]
+    if earlier is not None:
+        frozen = earlier.get("frozen")
+        if earlier.get("name") != selection["name"] or not isinstance(frozen, dict):
+            raise AfbenchError(
+                "the earlier selection is not this selection frozen",
+                field="--earlier",
+                expected=f"selection '{selection['name']}' with frozen: true",
+                found=earlier.get("name"),
+            )
+        exported = exported and frozen["basis"] == "export"
+        basis = "export" if exported else "manifest"
+        was = frozen["members"]
+        problems = []
+        for tid in was:
+            if tid not in members:
+                where = "the release" if tid not in digests["tasks"] else "the selection"
+                problems.append(
+                    Problem(
+                        f"frozen selection '{selection['name']}': member {tid} is no longer "
+                        f"in {where}",
+                        field=f"selections/{selection['name']}",
+                        expected=f"the members frozen at {frozen['since']}",
+                        found=f"{tid} removed",
+                    )
+                )
+                continue
+            change = compare_task(was[tid], members[tid], basis)
+            if change["class"] != "unchanged":
+                problems.append(
+                    Problem(
+                        f"frozen selection '{selection['name']}': member {tid} is "
+                        f"{change['class']} ({', '.join(change['changed'])})",
+                        field=f"selections/{selection['name']}",
+                        expected=f"{tid} as frozen at {frozen['since']}",
+                        found=change["class"],
+                    )
+                )
+        for tid in members:
+            if tid not in was:
+                problems.append(
+                    Problem(
+                        f"frozen selection '{selection['name']}': task {tid} joins it on this "
+                        "revision",
+                        field=f"selections/{selection['name']}",
+                        expected=f"the members frozen at {frozen['since']}",
+                        found=f"{tid} added",
+                    )
+                )
+        raise_if(problems)
+        since = frozen["since"]
+    return SELECTION.record(
+        **SELECTION.body(selection),
+        frozen={
+            "since": since,
+            "basis": "export" if exported else "manifest",
+            "members_sha256": canonical_digest(members),
+            "members": members,
+        },
+    )

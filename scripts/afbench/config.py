@@ -1,4 +1,4 @@
-"""Configuration: load, validate against the packaged config.schema.yaml, fill defaults.
+"""Configuration: load, validate against the packaged config schema, fill defaults.
 
 The Snakefile validates with `snakemake.utils.validate`; the CLI uses the same schema and the
 same default-filling rule here (tests keep the two in agreement).
@@ -8,27 +8,33 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 import os
+from collections import namedtuple
 from pathlib import Path
-from typing import NamedTuple
 
-from .errors import AfbenchError, Problem, printable
-from .fsutil import canonical_digest, read_regular_file
+from .errors import AfbenchError, Problem, printable, raise_if
+from .fsutil import canonical_digest, canonical_json, read_regular_file
+
+# their home is settings (a job reads them at start-up, without this module); named here too
+from .settings import SOURCE_LOCATION, TRANSPORT_SETTINGS  # noqa: F401
 
 DATA = Path(__file__).resolve().parent / "data"
-SCHEMA_PATH = DATA / "config.schema.yaml"
+# the schema as people write it, and the same as JSON, which every reader reads (it loads
+# faster, and jobs read no YAML: afbench.settings keeps the two equal)
+SCHEMA_SOURCE = DATA / "config.schema.yaml"
+SCHEMA_PATH = DATA / "config.schema.json"
 # The official release's pins and settings (config/config.yaml is a link to this file), used
 # by the CLI when no --config is given.
 OFFICIAL_CONFIG = DATA / "official.yaml"
 
 
-class ReleaseFile(NamedTuple):
-    """One upstream file the release is made of, with its pin (None when unknown)."""
+class ReleaseFile(namedtuple("ReleaseFile", "key kind path sha256")):
+    """One upstream file the release is made of, with its pin (None when unknown): key
+    "manifest", "sources" or a model slug; kind "manifest" | "sources" | "results"; path; sha256
+    (a collections namedtuple: typing's import costs a fetch job ~10 ms of CPU)."""
 
-    key: str  # "manifest", "sources", or a model slug
-    kind: str  # "manifest" | "sources" | "results"
-    path: str
-    sha256: str | None
+    __slots__ = ()
 
     @staticmethod
     def kind_of(key: str) -> str:
@@ -223,7 +229,7 @@ def _schema_text() -> str:
 
 
 def _schema() -> dict:
-    return _yaml_load(_schema_text())
+    return json.loads(_schema_text())
 
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
@@ -388,6 +394,8 @@ def check_settings(config: dict, origin: str = "config") -> None:
                 field=f"selections/{name}",
             )
     _check_power(config["power"], config["models"], origin)
+    _check_derived_selection(config, origin)
+    _check_comparisons(config, origin)
     facts = published_facts(config)
     if facts["source"] is None and (
         facts["task_rows"] or facts["passes"] or facts["over_budget_usd"]
@@ -397,6 +405,92 @@ def check_settings(config: dict, origin: str = "config") -> None:
             file=origin,
             field="release/published/source",
             expected="e.g. the interface page's section that lists them",
+        )
+
+
+def _check_comparisons(config: dict, origin: str) -> None:
+    """Comparisons across revisions (afbench.crossrev) need the previous release, pair like
+    with like, each once, and name a current result this config makes: a model it imports, a
+    run it imports. The previous results come from the previous release's own tree."""
+    upgrade = config["upgrade"]
+    comparisons = upgrade["comparisons"]
+    if not comparisons:
+        return
+    problems = []
+    if upgrade["previous_revision"] is None:
+        problems.append(
+            Problem(
+                "comparisons across revisions need the previous release",
+                file=origin,
+                field="upgrade/previous_revision",
+                expected="the revision the comparisons' previous results belong to",
+                found="null",
+            )
+        )
+    imported = config["import"]["models"] or [
+        slug for slug, spec in config["models"].items() if spec["sha256"]
+    ]
+    seen = set()
+    for i, pair in enumerate(comparisons):
+        where = f"upgrade/comparisons/{i}"
+        previous, current = pair["previous"], pair["current"]
+        if ("model" in previous) != ("model" in current):
+            problems.append(
+                Problem(
+                    "an official import is compared only with an official import, a local run "
+                    "only with a local run",
+                    file=origin,
+                    field=where,
+                    expected="two models or two runs",
+                    found=f"{previous} against {current}",
+                )
+            )
+        if "model" in current and current["model"] not in imported:
+            problems.append(
+                Problem(
+                    "the current side is a model this config does not import",
+                    file=origin,
+                    field=f"{where}/current/model",
+                    expected=f"one of {sorted(imported)}",
+                    found=current["model"],
+                )
+            )
+        if "run" in current and current["run"] not in config["runs"]:
+            problems.append(
+                Problem(
+                    "the current side is a run this config does not import",
+                    file=origin,
+                    field=f"{where}/current/run",
+                    expected=f"one of {sorted(config['runs'])}",
+                    found=current["run"],
+                )
+            )
+        key = canonical_json(pair)
+        if key in seen:
+            problems.append(
+                Problem(
+                    "a comparison is listed twice (the Holm family would count it twice)",
+                    file=origin,
+                    field=where,
+                    expected="each comparison once",
+                    found=str(pair),
+                )
+            )
+        seen.add(key)
+    raise_if(problems)
+
+
+def _check_derived_selection(config: dict, origin: str) -> None:
+    """The task table's derived selection has a name of its own: a configured selection of
+    that name would be two files at one path."""
+    name = config["task_table"]["selection"]
+    if name is not None and name in config["selections"]:
+        raise AfbenchError(
+            "the derived selection's name is also a configured selection: rename one",
+            file=origin,
+            field="task_table/selection",
+            expected=f"a name other than {sorted(config['selections'])}",
+            found=name,
         )
 
 
@@ -455,21 +549,6 @@ def _at(problem: Problem, origin: str) -> Problem:
     return problem
 
 
-# source.kind -> the setting that says where that source is
-SOURCE_LOCATION = {"https": "base_url", "git": "checkout", "dir": "mirror"}
-
-# How a file is downloaded, never what it is: these settings reach only the fetch_file job and,
-# by decision, rerun nothing (a timeout cannot change a verified byte).
-TRANSPORT_SETTINGS = (
-    "connect_timeout_s",
-    "read_timeout_s",
-    "total_timeout_s",
-    "retries",
-    "backoff_factor",
-    "max_bytes",
-)
-
-
 def artifact_settings(config: dict) -> dict:
     """The config without its transport settings: what the artifacts depend on."""
     return {
@@ -496,11 +575,13 @@ def load_config(paths: list[Path], overrides: dict | None = None) -> dict:
 # folders): a relative one is relative to the folder of the config file that sets it, so a
 # config works from any working directory. What afbench writes (results_dir, plans.jobs_dir)
 # stays relative to the working directory, as Snakemake's outputs are. plans.harbor counts as a
-# path only when it names one (a bare `harbor` is looked up on PATH).
+# path only when it names one (a bare `harbor` is looked up on PATH), and is made absolute: a
+# plan runs it from the checkout, not from the working directory.
 INPUT_PATHS = (
     ("source", "checkout"),
     ("source", "mirror"),
     ("demo", "release_files"),
+    ("demo", "upgrade_files"),
     ("discover", "checkout"),
     ("plans", "repository_dir"),
     ("plans", "harbor"),
@@ -518,12 +599,12 @@ def _set_in(doc: object, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
     return [(name, *rest) for name in names for rest in _set_in(doc[name], keys[1:])]
 
 
-def _resolved(value: str, folder: Path, cwd: Path) -> str:
+def _resolved(value: str, folder: Path, cwd: Path, absolute: bool = False) -> str:
     if os.path.isabs(value):
         return value
     full = os.path.normpath(os.path.join(folder, value))
     inside = os.path.relpath(full, cwd)
-    return inside if inside != ".." and not inside.startswith("../") else full
+    return inside if not absolute and inside != ".." and not inside.startswith("../") else full
 
 
 def resolve_input_paths(
@@ -550,7 +631,7 @@ def resolve_input_paths(
         if keys == ("plans", "harbor") and isinstance(value, str) and "/" not in value:
             continue  # a command name, looked up on PATH
         if isinstance(value, str):
-            holder[last] = _resolved(value, folder, cwd)
+            holder[last] = _resolved(value, folder, cwd, absolute=keys == ("plans", "harbor"))
         elif isinstance(value, list):
             holder[last] = [_resolved(v, folder, cwd) for v in value]
     return config
@@ -623,7 +704,7 @@ def selected_models(config: dict) -> list[str]:
 
 def published_facts(config: dict) -> dict:
     """What the authors published about the release's results, as the comparison checks it
-    (afbench.official.check_published): the source, the task rows, and per model slug the
+    (afbench.compare.check_published): the source, the task rows, and per model slug the
     pass count and the costs above the budget, where config records them."""
     models = config["models"]
     return {

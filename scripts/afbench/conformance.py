@@ -1,6 +1,9 @@
 """A protocol-conformance certificate for every imported Harbor run: for each configuration,
-what its trials ran compared with the release's protocol, `conformant: true` only when every
-check passed and `false` with every reason otherwise.
+what its trials ran compared with the release's protocol, check by check. Each check is
+`passed`, `failed` (a departure, with its reason) or `not certified` (it compared nothing: no
+task checksum, no trial's own config; with the reason). `conformant` is true only when every
+check passed, false when any failed, and null ("not certified") otherwise: a check that
+compared nothing never makes a configuration conformant.
 
 The protocol (the release's plans, run as written): the upstream per-task timeouts unchanged
 (no timeout multiplier for the agent or the verifier, no timeout override or cap);
@@ -15,7 +18,10 @@ fresh export: conformance.exported_checksums), and, when the release pins image 
 pinned digest named by that exported task (its Dockerfile's FROM, or a docker_image in its
 task.toml). Harbor 0.22.0 records no image identity of its own, so the image check rests on
 the task checksum. Setup and environment-build timeouts are left free: they change how long
-the infrastructure may take, not what the agent may do.
+the infrastructure may take, not what the agent may do. Harbor's error policy is its own (no
+`override_error_policy`), and every trial ran once: Harbor's retries (a job's
+`retry.max_retries`; Harbor deletes each retried attempt) are a departure from the plans'
+`-k 1` without retries, named with their count and the retry shift (runs.py).
 
 The settings are the configuration's (runs.py reads them with Harbor's defaults filled in:
 harbor.TRIAL_SETTINGS); nothing here reads a Harbor file itself.
@@ -29,10 +35,11 @@ from pathlib import Path
 
 from . import harbor
 from .errors import AfbenchError
-from .records import TASK_CHECKSUMS, record
+from .kinds import TASK_CHECKSUMS
 
 # container environments that build or run the task's own image, locally, with no session
-# lifetime of their own below a full-budget trial (cloud sandboxes have one: README)
+# lifetime of their own below a full-budget trial (cloud sandboxes have one:
+# docs/plans-and-execution.md)
 PROTOCOL_ENVIRONMENTS = frozenset({"docker", "singularity"})
 TIMEOUT_LIMITS = (
     "agent.override_timeout_sec",
@@ -40,6 +47,7 @@ TIMEOUT_LIMITS = (
     "verifier.override_timeout_sec",
     "verifier.max_timeout_sec",
 )
+ERROR_POLICY = ("override_error_policy",)
 HINTS = (
     "agent.kwargs",
     "extra_instructions",
@@ -72,7 +80,8 @@ PROTOCOL_NOTE = (
     "task's own verifier, no agent kwargs or other hints, the task's own environment "
     f"({' or '.join(sorted(PROTOCOL_ENVIRONMENTS))}, nothing overridden), and every trial's "
     "task checksum equal to the exporter's output for that task (with pinned image digests: "
-    "named by that task)."
+    "named by that task), Harbor's own error policy, and every trial run once (no retries). A "
+    "check that compared nothing is not certified, never passed."
 )
 
 
@@ -100,6 +109,11 @@ def settings_reasons(settings: dict) -> list[str]:
             )
     for key, value in _changed(settings, TIMEOUT_LIMITS):
         reasons.append(f"changed timeout: {key} is {_shown(value)}; the protocol sets none")
+    for key, value in _changed(settings, ERROR_POLICY):
+        reasons.append(
+            f"changed error policy: {key} is {_shown(value)}; the protocol classifies "
+            "failures by Harbor's own table"
+        )
     if settings["install_only"]:
         reasons.append("install only: the agent never ran and nothing was verified")
     for key, value in _changed(settings, HINTS):
@@ -132,7 +146,7 @@ def task_reasons(
     }
     if exported is None:
         return [
-            "task checksums not compared: no exporter output for these tasks (the import "
+            "task checksums not certified: no exporter output for these tasks (the import "
             "was given no task checksums: set plans.repository_dir to a checkout at the "
             "pinned revision)"
         ], counts
@@ -189,20 +203,98 @@ def verification_reasons(attempts: list[dict]) -> list[str]:
     return reasons
 
 
+def _check(failures: list[str], compared: bool, why_not: str) -> dict:
+    if failures:
+        return {"status": "failed", "reasons": failures}
+    if not compared:
+        return {"status": "not certified", "reasons": [why_not]}
+    return {"status": "passed", "reasons": []}
+
+
+def retry_reasons(configuration: dict) -> tuple[list[str], bool, str]:
+    """Harbor's retries against the protocol's single run of each trial: the departures, whether
+    the count is known, and why not."""
+    retries = configuration.get("retries") or {}
+    allowed = retries.get("max_retries") or 0
+    count = retries.get("retries") or 0
+    unknown = retries.get("trials_with_unknown_retries") or 0
+    if count:
+        shift = configuration.get("retry_shift")
+        text = (
+            f"retried: Harbor retried {len(retries['retried_trials'])} trial(s) {count} time(s) "
+            f"(retry.max_retries {allowed}), deleting each earlier attempt; the protocol runs "
+            "each trial once (the plans' -k 1, no retries)"
+        )
+        if shift:
+            bounds = shift["first_attempts_only"]["success_rate_bounds"]
+            upper = "?" if bounds["upper"] is None else f"{bounds['upper']:.1%}"
+            retried = shift["retried"]
+            once = shift["ran_once"]
+            text += (
+                f". Retry shift: the retried trials ended accepted "
+                f"{retried['by_outcome']['accepted']} of {retried['trials']}, the trials run "
+                f"once {once['by_outcome']['accepted']} of {once['trials']}; first attempts "
+                f"only, the success rate lies in {bounds['lower']:.1%}..{upper}"
+            )
+        return [text], True, ""
+    if unknown:
+        return (
+            [],
+            False,
+            f"retries not certified: Harbor may have retried {unknown} trial(s) "
+            f"(retry.max_retries {allowed}) and its job.log, which alone names them, is absent",
+        )
+    return [], True, ""
+
+
 def certify(
     configuration: dict, attempts: list[dict], exported: dict | None, release: dict
 ) -> dict:
-    """One configuration's certificate."""
+    """One configuration's certificate: each check's status and reasons, and the verdict."""
     pinned = [i["digest"] for i in release["images"] if i["digest"]]
-    reasons = settings_reasons(configuration["settings"]) + verification_reasons(attempts)
+    from_trials = [a for a in attempts if a.get("settings_from", "trial") == "trial"]
     more, counts = task_reasons(attempts, exported, pinned)
-    reasons += more
+    retries, retries_known, retries_unknown = retry_reasons(configuration)
+    if exported is None:
+        task_check = {"status": "not certified", "reasons": more}
+    else:
+        task_check = _check(
+            more,
+            counts["compared"] > 0,
+            f"task checksums not certified: none of the {counts['trials']} trial(s) recorded a "
+            "task checksum (Harbor writes it with the trial's result.json)",
+        )
+    checks = {
+        "settings": _check(
+            settings_reasons(configuration["settings"]),
+            bool(from_trials),
+            "settings not certified: no trial of this configuration recorded its own config "
+            "(its settings come from the job's config.json alone)",
+        ),
+        "verification": _check(
+            verification_reasons(from_trials),
+            bool(from_trials),
+            "verification not certified: no trial recorded how it was verified",
+        ),
+        "retries": _check(retries, retries_known, retries_unknown),
+        "task_checksums": task_check,
+    }
+    statuses = [c["status"] for c in checks.values()]
+    conformant = False if "failed" in statuses else (None if "not certified" in statuses else True)
+    reasons = [r for c in checks.values() if c["status"] == "failed" for r in c["reasons"]]
+    reasons += [r for c in checks.values() if c["status"] == "not certified" for r in c["reasons"]]
     return {
-        "conformant": not reasons,
+        "conformant": conformant,
+        "status": _status(conformant),
         "reasons": reasons,
+        "checks": checks,
         "task_checksums": counts,
         "image_digests": "compared" if pinned else "not pinned by the release: not compared",
     }
+
+
+def _status(conformant: bool | None) -> str:
+    return {True: "conformant", False: "not conformant", None: "not certified"}[conformant]
 
 
 def certify_run(summary: dict, attempts: list[dict], kind: str, exported: dict | None) -> dict:
@@ -221,6 +313,7 @@ def certify_run(summary: dict, attempts: list[dict], kind: str, exported: dict |
         if kind != "harbor":
             certificate = {
                 "conformant": None,
+                "status": "not checked",
                 "reasons": ["verdicts: not a Harbor run, no protocol settings to compare"],
             }
         else:
@@ -230,9 +323,11 @@ def certify_run(summary: dict, attempts: list[dict], kind: str, exported: dict |
             {**configuration, "conformant": certificate["conformant"], "conformance": certificate}
         )
     flags = [c["conformant"] for c in configurations]
+    conformant = False if False in flags else (None if None in flags else True)
     return {
         **summary,
-        "conformant": None if kind != "harbor" else all(flags),
+        "conformant": None if kind != "harbor" else conformant,
+        "certification": "not checked" if kind != "harbor" else _status(conformant),
         "protocol": PROTOCOL_NOTE if kind == "harbor" else None,
         "configurations": configurations,
     }
@@ -266,7 +361,8 @@ def task_images(task_dir: Path) -> list[str]:
 def exported_checksums(selection: dict, repository_dir: str, tasks_dir: str) -> dict:
     """Export each task of the selection with the release's exporter (its export, then its
     read-only check, as a plan runs them) and record Harbor's task checksum of the result and
-    the images it names."""
+    the images it names. What the exporter prints is shown only when a step fails: a job's log
+    holds its summary line (a trial's log, where every step's line is the record, differs)."""
     from .execute import run_steps
     from .plan import EXPORTER, check_repository, export_steps, tasks_folder
 
@@ -275,17 +371,172 @@ def exported_checksums(selection: dict, repository_dir: str, tasks_dir: str) -> 
     tasks_path = tasks_folder(repo, tasks_dir)
     tasks = {}
     for task_id in selection["task_ids"]:
-        run_steps(export_steps(repo, task_id), {}, [], names=("export", "check"))
+        steps = export_steps(repo, task_id, tasks_path)
+        run_steps(steps, {}, [], names=("export", "check"), quiet=True)
         task_dir = tasks_path / task_id
         tasks[task_id] = {
             "checksum": harbor.task_checksum(task_dir),
             "images": task_images(task_dir),
         }
-    return record(
-        TASK_CHECKSUMS,
+    return TASK_CHECKSUMS.record(
         release=release,
         selection={"name": selection["name"], "selection_sha256": selection["selection_sha256"]},
         exporter=str(repo / EXPORTER),
         checksum="Harbor 0.22.0's task_checksum: dirhash 0.5.0, sha256, of the task folder",
         tasks=tasks,
     )
+
+
+# --- the run against its sealed analysis plan ---------------------------------------------------
+PLAN_NOTE = (
+    "The executed run checked against its sealed analysis plan (afbench.preregister.check_plan): "
+    "the release, the selection and its SHA-256, each configuration as its trials ran it "
+    "(agent, model, Harbor environment, attempts, the timeouts the trials had) and each "
+    "trial's cap, each from the receipts and the trials' own settings, and every trial one of "
+    "the plan's first `horizon` tasks. A comparison is confirmatory only when it is the plan's "
+    "primary comparison and the run is as planned; every other comparison is exploratory."
+)
+
+
+def _timeout(base: float, override: object, most: object, specific: object, general: object):
+    """The timeout a trial ran with under Harbor's settings (override, else the base times its
+    multiplier, at most the cap)."""
+    if override is not None:
+        seconds = float(override)
+    else:
+        factor = specific if specific is not None else (1.0 if general is None else general)
+        seconds = base * float(factor)
+    return min(seconds, float(most)) if most is not None else seconds
+
+
+def _ran_with(settings: dict) -> tuple[str | None, str | None]:
+    return settings.get("agent.name") or settings.get("agent.import_path"), settings.get(
+        "agent.model_name"
+    )
+
+
+def run_facts(plan: dict, summary: dict, receipts: list[dict]) -> tuple[dict, list[str]]:
+    """What the executed run shows, in the sealed plan's terms (preregister.plan_facts), and
+    the departures only a run can have (trials outside the plan's horizon, trials of neither
+    configuration). What a run cannot show (the analysis settings, the ceiling) is taken as
+    sealed: the workflow checked the config against them before any trial."""
+    from .plan import plan_label
+
+    sealed = plan["configurations"]
+    extra: list[str] = []
+    horizon = set(plan["stopping_rule"]["order"][: plan["stopping_rule"]["horizon"]])
+    outside = sorted({r["task_id"] for r in receipts} - horizon)
+    if outside:
+        extra.append(
+            f"trials of {len(outside)} task(s) outside the plan's first "
+            f"{plan['stopping_rule']['horizon']} tasks: {', '.join(outside[:5])}"
+        )
+    shas = sorted({r["plan"]["selection"]["selection_sha256"] for r in receipts})
+    releases = [r["release"] for r in receipts]
+    configurations, caps = {}, {}
+    for side, want in sealed.items():
+        mine = [
+            r
+            for r in receipts
+            if (r["plan"]["agent"], r["plan"]["model"])
+            == (
+                want["agent"],
+                want["model"],
+            )
+        ]
+        started = [r for r in mine if r["refused"] is None]
+        ran = sorted({(r["run_agent"], r["run_model"]) for r in started}, key=str)
+        agent, model = ran[0] if len(ran) == 1 else (want["agent"], want["model"])
+        if len(ran) > 1:
+            extra.append(f"configuration {side} ran {len(ran)} different agents: {ran}")
+        found = [c for c in summary["configurations"] if _ran_with(c["settings"]) == (agent, model)]
+        settings = found[0]["settings"] if found else {}
+        most = max((r["attempt"] for r in mine), default=0)
+        configurations[side] = {
+            "label": plan_label(agent, model),
+            "agent": agent,
+            "model": model,
+            "environment_type": settings.get("environment.type", want["environment_type"]),
+            "attempts": want["attempts"] if most <= want["attempts"] else most,
+            "agent_timeout_s": _timeout(
+                harbor.AGENT_TIMEOUT_S,
+                settings.get("agent.override_timeout_sec"),
+                settings.get("agent.max_timeout_sec"),
+                settings.get("agent_timeout_multiplier"),
+                settings.get("timeout_multiplier"),
+            )
+            if found
+            else want["agent_timeout_s"],
+            "verifier_timeout_s": _timeout(
+                harbor.VERIFIER_TIMEOUT_S,
+                settings.get("verifier.override_timeout_sec"),
+                settings.get("verifier.max_timeout_sec"),
+                settings.get("verifier_timeout_multiplier"),
+                settings.get("timeout_multiplier"),
+            )
+            if found
+            else want["verifier_timeout_s"],
+        }
+        # a cap other than the sealed one, if any trial had one: check_plan names it
+        sealed_cap = plan["money"]["per_trial_cap_usd"][side]
+        worst = sorted({r["worst_case_usd"] for r in mine})
+        caps[side] = next((cap for cap in worst if cap != sealed_cap), sealed_cap)
+    labels = {(c["agent"], c["model"]) for c in sealed.values()}
+    strays = sorted(
+        {plan_label(r["plan"]["agent"], r["plan"]["model"]) for r in receipts}
+        - {plan_label(*key) for key in labels}
+    )
+    if strays:
+        extra.append(f"trials of neither configuration: {', '.join(strays)}")
+    facts = {
+        "release": releases[0] if releases and all(r == releases[0] for r in releases) else None,
+        "selection": {
+            "name": summary["selection"]["name"],
+            "criteria": plan["selection"]["criteria"],
+            "selection_sha256": shas[0] if len(shas) == 1 else shas,
+            "order": plan["stopping_rule"]["order"],
+        },
+        "configurations": configurations,
+        "analysis": plan["analysis"],
+        "money": {"per_trial_cap_usd": caps, "ceiling_usd": plan["money"]["ceiling_usd"]},
+    }
+    if not receipts:
+        facts["release"] = plan["release"]
+        facts["selection"]["selection_sha256"] = plan["selection"]["selection_sha256"]
+    elif facts["release"] is None:
+        extra.append("the trials ran more than one release")
+        facts["release"] = plan["release"]
+    return facts, extra
+
+
+def plan_conformance(plan: dict, summary: dict, receipts: list[dict]) -> dict:
+    """The run's record against its sealed analysis plan: as planned or not (each departure
+    named), and the role of each comparison of two of its configurations (preregister.
+    comparison_role: confirmatory only for the plan's primary comparison run as planned)."""
+    from itertools import combinations
+
+    from .plan import plan_label
+    from .preregister import check_plan, comparison_role
+
+    facts, extra = run_facts(plan, summary, receipts)
+    problems = check_plan(plan, facts)
+    shown = [str(p) for p in problems] + extra
+    labelled = [
+        (c["configuration"], plan_label(*_ran_with(c["settings"])))
+        for c in summary["configurations"]
+        if _ran_with(c["settings"])[0] is not None
+    ]
+    comparisons = []
+    for (x, x_label), (y, y_label) in combinations(labelled, 2):
+        role = comparison_role(plan, summary["selection"]["name"], x_label, y_label, shown)
+        comparisons.append({"a": x_label, "b": y_label, "configurations": [x, y], **role})
+    return {
+        "note": PLAN_NOTE,
+        "plan_sha256": plan["sealed_sha256"],
+        "primary_comparison": {
+            key: plan["primary_comparison"][key] for key in ("selection", "a", "b")
+        },
+        "as_planned": not shown,
+        "problems": shown,
+        "comparisons": comparisons,
+    }

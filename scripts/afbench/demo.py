@@ -1,8 +1,12 @@
 """The embedded demo release: a deterministic, obviously synthetic release in the upstream
-format at the official scale, and a git repository holding it at a reproducible commit."""
+format at the official scale, its second revision (a release upgrade, one change of each kind),
+and a git repository holding them at reproducible commits."""
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import random
 from pathlib import Path
 
@@ -49,6 +53,31 @@ INFRA_ERRORS_DEFAULT = 2
 COHESIVE_SOURCES = 3
 COHESIVE_NOISE = 0.04
 AUTHOR = ("afbench demo", "demo@afbench.invalid", "2026-10-13T00:00:00+00:00")
+UPGRADE_DATE = "2026-11-13T00:00:00+00:00"
+
+# The tasks that declare a version (Harbor's convention: task.toml's [task] version, written by
+# the exporter from harbor/amendments.json), and the second revision: one change of each kind,
+# all in one source that no execution example uses (Harbor 0.22.0 names a task with a [task]
+# section after its package, afbench-demo/TASK, not its folder).
+VERSIONS = {"demo_s12_t001": "1.0.0", "demo_s12_t003": "1.0.0", "demo_s12_t006": "1.0.0"}
+UPGRADE = {
+    "statement-changed": "demo_s12_t002",
+    # declared 1.0.0 -> 1.1.0: the minor bump Harbor's diff reads as "regrade"
+    "verifier-changed": "demo_s12_t003",
+    "environment-changed": "demo_s12_t004",
+    # every model failed it, so the published pass counts hold on both revisions
+    "removed": "demo_s12_t005",
+    # its statement changes under a "patch" bump 1.0.0 -> 1.0.1, which Harbor's diff reuses
+    "patch-bump": "demo_s12_t006",
+    "added": "demo_s12_t015",
+}
+UPGRADE_AMENDMENTS = {
+    "demo_s12_t001": {"version": "1.0.0"},
+    "demo_s12_t002": {"statement": 2},
+    "demo_s12_t003": {"version": "1.1.0", "verifier": 2},
+    "demo_s12_t004": {"environment": 2},
+    "demo_s12_t006": {"version": "1.0.1", "statement": 2},
+}
 
 # The demo writes the upstream format as afbench reads it: each file's columns are the
 # schema's default column names, in the readers' field order.
@@ -66,6 +95,9 @@ can run offline. Never cite these numbers.
 `harbor/export.py --problem TASK` writes a real Harbor 0.22.0 task directory for any task here
 (to `tasks/TASK`): an invented Lean statement with `sorry`, a grader that compares text (reward 1
 only for the reference solution; it runs no Lean), and an oracle solution.
+
+`harbor/amendments.json` amends single tasks: a few declare a version, written where Harbor
+reads it (task.toml's `[task]` section, package name `afbench-demo/TASK`).
 
 A few of the sources are made so that their tasks succeed or fail together across models
 (one difficulty per source), as tasks of one textbook tend to: the report's clustered standard
@@ -136,6 +168,7 @@ def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, byt
     files = {
         "README.md": README.format(seed=SEED).encode(),
         "harbor/export.py": EXPORTER.encode(),
+        "harbor/amendments.json": _json_bytes({t: {"version": v} for t, v in VERSIONS.items()}),
         "MANIFEST.csv": csv_bytes(
             MANIFEST_HEADER, ([t[c] for c in MANIFEST_HEADER] for t in tasks)
         ),
@@ -200,15 +233,76 @@ def _model_results(
     return csv_bytes(RESULTS_HEADER, rows)
 
 
-def write_release(out: Path) -> dict[str, bytes]:
-    """The demo release's files under `out`, written as one unit (fsutil.write_outputs)."""
+def _json_bytes(data: object) -> bytes:
+    return (json.dumps(data, indent=2, sort_keys=True) + "\n").encode()
+
+
+def _csv_rows(data: bytes) -> tuple[list[str], list[list[str]]]:
+    rows = list(csv.reader(io.StringIO(data.decode())))
+    return rows[0], rows[1:]
+
+
+def generate_upgrade(files: dict[str, bytes]) -> dict[str, bytes]:
+    """The files the demo's second revision changes (path -> bytes), from the first
+    revision's: the MANIFEST without the removed task and with the added one (same source,
+    same obligations, so SOURCES and the declared counts hold), the amendments that edit a
+    statement, a verifier and an environment and bump two declared versions, and each model's
+    results on the new task set (the added task failed by all, as the removed one was)."""
+    removed, added = UPGRADE["removed"], UPGRADE["added"]
+    header, rows = _csv_rows(files["MANIFEST.csv"])
+    column = {name: i for i, name in enumerate(header)}
+    old = next(r for r in rows if r[column["task_id"]] == removed)
+    source = old[column["source_id"]]
+    number = int(added.rsplit("_t", 1)[1])
+    new = list(old)
+    new[column["task_id"]] = added
+    new[column["source_ref"]] = f"Demo Theorem {int(source[-2:])}.{number}"
+    new[column["target_declaration"]] = (
+        old[column["target_declaration"]].rsplit(".", 1)[0] + f".theorem_{number:03d}"
+    )
+    new[column["workspace"]] = f"workspaces/{added}"
+    kept = [r for r in rows if r[column["task_id"]] != removed]
+    last = max(i for i, r in enumerate(kept) if r[column["source_id"]] == source)
+    manifest = [*kept[: last + 1], new, *kept[last + 1 :]]
+    upgraded = {
+        "MANIFEST.csv": csv_bytes(header, manifest),
+        "harbor/amendments.json": _json_bytes(UPGRADE_AMENDMENTS),
+    }
+    at = {r[column["task_id"]]: i for i, r in enumerate(manifest)}
+    for index, path in enumerate(sorted(p for p in files if p.startswith("results/"))):
+        result_header, result_rows = _csv_rows(files[path])
+        col = {name: i for i, name in enumerate(result_header)}
+        gone = [r for r in result_rows if r[col["task_id"]] == removed]
+        if any(r[col["success"]] != "false" for r in gone):
+            raise AfbenchError(
+                f"the removed demo task {removed} was solved", file=path, field="success"
+            )
+        rest = [r for r in result_rows if r[col["task_id"]] != removed]
+        row = list(gone[0])
+        row[col["task_id"]] = added
+        row[col["target_declaration"]] = new[column["target_declaration"]]
+        row[col["obligations_accepted"]] = "0"
+        row[col["cost_usd"]] = f"{40 + 7.5 * index:.4f}"
+        row[col["stop_reason"]] = "gave_up"
+        row[col["finished_at"]] = ""
+        rest.append(row)
+        rest.sort(key=lambda r: at[r[col["task_id"]]])
+        upgraded[path] = csv_bytes(result_header, rest)
+    return upgraded
+
+
+def write_release(out: Path, upgrade_out: Path | None = None) -> dict[str, bytes]:
+    """The demo release's files under `out` and, with `upgrade_out`, the files its second
+    revision changes there, written as one unit (fsutil.write_outputs)."""
     from .fsutil import write_outputs
 
     files = generate_release()
-    write_outputs(
-        [(Path(out) / rel, data) for rel, data in files.items()],
-        about="demo release",
-    )
+    outputs = [(Path(out) / rel, data) for rel, data in files.items()]
+    if upgrade_out is not None:
+        outputs += [
+            (Path(upgrade_out) / rel, data) for rel, data in generate_upgrade(files).items()
+        ]
+    write_outputs(outputs, about="demo release")
     return files
 
 
@@ -220,6 +314,7 @@ def _git(repo: Path, *args: str, env: dict | None = None, data: bytes | None = N
 
 
 DEMO_MESSAGE = "afbench demo release (synthetic)"
+UPGRADE_MESSAGE = "afbench demo release, revision 2 (synthetic): one change of each kind"
 # what `git init --template=` writes to .git/config: an earlier demo repository has no other
 # setting (a filter driver, an editor, an alias would be the user's, and could run programs)
 _INIT_SETTINGS = {
@@ -242,9 +337,10 @@ def _probe(repo: Path, *args: str) -> str | None:
 
 
 def is_demo_repository(folder: Path) -> bool:
-    """True if `folder` is the top of a git repository made by build_repository: every commit
-    in it (one, on main) is the demo commit, by the demo author, with the demo message, and its
-    own configuration holds only what `git init` writes."""
+    """True if `folder` is the top of a git repository made by build_repository: its commits
+    (one, or the release and its second revision on top, on main) are the demo's, by the demo
+    author, with the demo messages, and its own configuration holds only what `git init`
+    writes."""
     folder = Path(folder)
     top = _probe(folder, "rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != folder.resolve():
@@ -259,10 +355,20 @@ def is_demo_repository(folder: Path) -> bool:
     if not keys <= {k.lower() for k in _INIT_SETTINGS}:
         return False
     commits = _probe(folder, "rev-list", "--all")
-    if commits is None or len(commits.split()) != 1:
+    if commits is None or len(commits.split()) not in (1, 2):
         return False
-    head = _probe(folder, "log", "-1", "--format=%an%x00%ae%x00%cn%x00%ce%x00%P%x00%B", "main")
-    return head == "\0".join([AUTHOR[0], AUTHOR[1], AUTHOR[0], AUTHOR[1], "", DEMO_MESSAGE])
+    log = _probe(folder, "log", "-2", "--format=%an%x00%ae%x00%cn%x00%ce%x00%P%x00%B%x01", "main")
+    if log is None:
+        return False
+    entries = [e.strip("\n") for e in log.split("\x01") if e.strip("\n")]
+    if len(entries) != len(commits.split()):
+        return False
+    first = "\0".join([AUTHOR[0], AUTHOR[1], AUTHOR[0], AUTHOR[1], "", DEMO_MESSAGE])
+    if len(entries) == 1:
+        return entries[0] == first
+    parent = _probe(folder, "rev-parse", "main~1")
+    second = "\0".join([AUTHOR[0], AUTHOR[1], AUTHOR[0], AUTHOR[1], parent or "", UPGRADE_MESSAGE])
+    return entries == [second, first]
 
 
 def _check_out_folder(out: Path) -> None:
@@ -287,17 +393,20 @@ def _check_out_folder(out: Path) -> None:
         )
 
 
-def build_repository(release_files: Path, out: Path) -> str:
-    """A git repository at `out` whose one commit holds `release_files`; returns the commit.
+def build_repository(release_files: Path, out: Path, upgrade_files: Path | None = None) -> str:
+    """A git repository at `out` whose commit holds `release_files` and, with `upgrade_files`,
+    a second commit on top of it holding the release with those files replaced or added (its
+    second revision); returns the last commit, which main and the work tree are at.
 
-    The commit is made with plumbing, fixed names and dates, so the same files always give the
-    same hash (the demo config pins it). `out` must be new, empty, or an earlier demo
+    The commits are made with plumbing, fixed names and dates, so the same files always give
+    the same hashes (the demo configs pin them). `out` must be new, empty, or an earlier demo
     repository without local changes (rebuilt in place); anything else is refused untouched.
     """
     release_files, out = Path(release_files), Path(out)
-    if not release_files.is_dir():
-        raise AfbenchError("demo release folder not found", file=str(release_files))
-    paths = sorted(p for p in release_files.rglob("*") if p.is_file())
+    folders = [release_files] + ([Path(upgrade_files)] if upgrade_files is not None else [])
+    for folder in folders:
+        if not folder.is_dir():
+            raise AfbenchError("demo release folder not found", file=str(folder))
     _check_out_folder(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -305,20 +414,26 @@ def build_repository(release_files: Path, out: Path) -> str:
         raise AfbenchError(f"cannot create the folder: {exc.strerror}", file=str(out)) from None
     _git(out, "init", "-q", "--template=", "-b", "main")
     _git(out, "read-tree", "--empty")  # an earlier demo commit's entries do not carry over
-    env = {
-        "GIT_AUTHOR_NAME": AUTHOR[0],
-        "GIT_AUTHOR_EMAIL": AUTHOR[1],
-        "GIT_AUTHOR_DATE": AUTHOR[2],
-        "GIT_COMMITTER_NAME": AUTHOR[0],
-        "GIT_COMMITTER_EMAIL": AUTHOR[1],
-        "GIT_COMMITTER_DATE": AUTHOR[2],
-    }
-    for path in paths:
-        blob = _git(out, "hash-object", "-w", "--no-filters", "--stdin", data=path.read_bytes())
-        rel = path.relative_to(release_files).as_posix()
-        _git(out, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}")
-    tree = _git(out, "write-tree")
-    commit = _git(out, "commit-tree", tree, "-m", DEMO_MESSAGE, env=env)
+    commit = None
+    for folder, message, date in zip(
+        folders, (DEMO_MESSAGE, UPGRADE_MESSAGE), (AUTHOR[2], UPGRADE_DATE), strict=False
+    ):
+        env = {
+            "GIT_AUTHOR_NAME": AUTHOR[0],
+            "GIT_AUTHOR_EMAIL": AUTHOR[1],
+            "GIT_AUTHOR_DATE": date,
+            "GIT_COMMITTER_NAME": AUTHOR[0],
+            "GIT_COMMITTER_EMAIL": AUTHOR[1],
+            "GIT_COMMITTER_DATE": date,
+        }
+        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+            blob = _git(out, "hash-object", "-w", "--no-filters", "--stdin", data=path.read_bytes())
+            rel = path.relative_to(folder).as_posix()
+            _git(out, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}")
+        tree = _git(out, "write-tree")
+        parents = ["-p", commit] if commit else []
+        commit = _git(out, "commit-tree", tree, *parents, "-m", message, env=env)
+    assert commit is not None
     _git(out, "update-ref", "refs/heads/main", commit)
     _git(out, "checkout", "-q", "-f", "main")
     return commit

@@ -18,6 +18,13 @@ The demo is synthetic: its theorems are invented, and its grader compares text i
 running Lean: reward 1 only when /workspace/Task.lean is the reference file, that is every
 `sorry` replaced by the task's solution; anything else, the untouched workspace included, gets
 reward 0. Exit codes: 0 done, 1 check failed, 2 bad arguments or unknown task.
+
+harbor/amendments.json (optional) amends single tasks, as a later revision of a release does:
+{"TASK": {"version": "1.0.0", "statement": 2, "verifier": 2, "environment": 2}}, each key
+optional. `version` is the task's declared version, written where Harbor reads it (task.toml's
+[task] section, with the package name afbench-demo/TASK); `statement` N > 1 states other
+obligations (the Lean file, and so the grader's reference and the oracle, change), `verifier`
+2 makes the grader ignore carriage returns, `environment` 2 sets a UTF-8 locale in the image.
 """
 
 import argparse
@@ -37,6 +44,9 @@ VERIFIER_TIMEOUT_S = 6000
 TASK_ID = re.compile(r"^(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 LEAN_FILE = "Task.lean"
 EXECUTABLE = ("tests/test.sh", "solution/solve.sh")
+AMENDMENTS = CHECKOUT / "harbor" / "amendments.json"
+AMENDMENT_KEYS = {"version": str, "statement": int, "verifier": int, "environment": int}
+REVISIONS = {"statement": None, "verifier": (1, 2), "environment": (1, 2)}
 
 
 def fail(message, code=2):
@@ -58,15 +68,46 @@ def manifest_row(task_id):
     return rows[0]
 
 
+def amendment(task_id):
+    """The task's amendments (harbor/amendments.json); none when the file is absent."""
+    try:
+        text = AMENDMENTS.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        fail(f"cannot read {AMENDMENTS}: {error}")
+    try:
+        table = json.loads(text)
+    except ValueError as error:
+        fail(f"{AMENDMENTS} is not JSON: {error}")
+    if not isinstance(table, dict):
+        fail(f"{AMENDMENTS}: expected an object of task ids")
+    found = table.get(task_id, {})
+    if not isinstance(found, dict):
+        fail(f"{AMENDMENTS}: {task_id}: expected an object")
+    for key, value in found.items():
+        kind = AMENDMENT_KEYS.get(key)
+        if kind is None or type(value) is not kind:
+            fail(f"{AMENDMENTS}: {task_id}.{key}: expected one of {sorted(AMENDMENT_KEYS)}")
+        allowed = REVISIONS.get(key)
+        if kind is int and (value < 1 or (allowed is not None and value not in allowed)):
+            fail(f"{AMENDMENTS}: {task_id}.{key}: no revision {value}")
+        if key == "version" and not value.strip():
+            fail(f"{AMENDMENTS}: {task_id}.version: empty")
+    return found
+
+
 def toml_string(value):
     return json.dumps(value, ensure_ascii=False)  # a JSON string is a TOML basic string
 
 
-def obligations(row):
+def obligations(row, revision=1):
     """(declaration name, statement, proof) per obligation: invented arithmetic facts that Lean
-    4 core proves with `rfl`, drawn from the task id so every export is the same."""
+    4 core proves with `rfl`, drawn from the task id (and a later statement revision) so every
+    export is the same."""
     namespace, _, name = row["target_declaration"].rpartition(".")
-    digest = hashlib.sha256(row["task_id"].encode()).digest()
+    seed = row["task_id"] if revision == 1 else f"{row['task_id']}:statement-{revision}"
+    digest = hashlib.sha256(seed.encode()).digest()
     result = []
     for k in range(int(row["n_obligations"])):
         a = int.from_bytes(digest[(2 * k) % 30 : (2 * k) % 30 + 2], "big") % 900 + 100
@@ -76,8 +117,8 @@ def obligations(row):
     return namespace, result
 
 
-def lean_file(row, solved):
-    namespace, items = obligations(row)
+def lean_file(row, solved, revision=1):
+    namespace, items = obligations(row, revision)
     lines = [
         f"-- SYNTHETIC afbench demo task {row['task_id']} ({row['source_ref']}): invented, not",
         "-- AutoformBench data. Replace each `sorry` with a proof; change nothing else.",
@@ -95,13 +136,26 @@ def task_files(row):
     """The task directory's files: relative path -> text. task.toml has no [task] section, so
     Harbor names the task, and every trial's task_name, after the directory: the task id."""
     task_id, n = row["task_id"], int(row["n_obligations"])
-    unsolved, solved = lean_file(row, False), lean_file(row, True)
+    amended = amendment(task_id)
+    statement = amended.get("statement", 1)
+    unsolved, solved = lean_file(row, False, statement), lean_file(row, True, statement)
     assert "AFBENCH_EOF" not in solved
     expected = hashlib.sha256(solved.encode()).hexdigest()
     original = hashlib.sha256(unsolved.encode()).hexdigest()
+    declared = ""
+    if "version" in amended:
+        declared = (
+            f"\n[task]\nname = {toml_string('afbench-demo/' + task_id)}\n"
+            f"version = {toml_string(amended['version'])}\n"
+        )
+    # environment revision 2 sets a locale; verifier revision 2 ignores carriage returns
+    locale = "ENV LC_ALL=C.UTF-8\n" if amended.get("environment", 1) == 2 else ""
+    hashed = 'sha256sum "$file"'
+    if amended.get("verifier", 1) == 2:
+        hashed = "tr -d '\\r' < \"$file\" | sha256sum"
     task_toml = f"""# Harbor 0.22.0 task, from harbor/export.py of the SYNTHETIC afbench demo.
 schema_version = "1.4"
-
+{declared}
 [metadata]
 description = {toml_string(f"SYNTHETIC afbench demo task: prove {row['target_declaration']}")}
 synthetic = true
@@ -135,7 +189,7 @@ names, comments and layout must stay as they are.
 # The demo grader compares text and needs only bash and coreutils (an upstream task would
 # build on the release's Lean v4.32.2 + Mathlib image).
 FROM debian:bookworm-slim
-WORKDIR /workspace
+{locale}WORKDIR /workspace
 COPY workspace/ /workspace/
 """
     grader = f"""#!/bin/bash
@@ -154,7 +208,7 @@ reward=0
 if [ ! -f "$file" ]; then
     echo "rejected: $file is missing"
 else
-    found="$(sha256sum "$file" | cut -d ' ' -f 1)"
+    found="$({hashed} | cut -d ' ' -f 1)"
     if [ "$found" = "$expected" ]; then
         echo "accepted: $file is the reference solution"
         reward=1

@@ -11,7 +11,7 @@ from pathlib import Path, PurePosixPath
 from .csvtable import closest
 from .errors import AfbenchError, Problem
 from .fsutil import path_text, sha256_bytes
-from .records import DISCOVERY, record
+from .kinds import DISCOVERY
 
 KIND_COLUMNS = ("manifest", "sources", "results")
 # CSV blobs larger than this are not read: a release's CSVs are a few hundred kilobytes
@@ -197,8 +197,7 @@ def discover(config: dict, checkout: Path) -> tuple[dict, bytes, list[str], list
         raise AfbenchError("checkout not found", file=str(checkout))
     csvs = list_csvs(checkout, revision, MAX_CSV_BYTES)
     result = compare(config, csvs)
-    report = record(
-        DISCOVERY,
+    report = DISCOVERY.record(
         checkout=str(checkout),
         revision=revision,
         observed_not_published=True,

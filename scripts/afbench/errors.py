@@ -8,7 +8,7 @@ from collections.abc import Iterable
 # Control characters, DEL, C1 controls, lone surrogates, line and paragraph separators: escaped
 # in every message, so a hostile name can neither break the terminal nor a UTF-8 encoder, and a
 # message stays one line.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+_UNPRINTABLE = "[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]"
 MAX_PART = 500  # characters of one file name, field, message or found value in a message
 
 
@@ -17,7 +17,7 @@ def printable(text: str, limit: int = MAX_PART) -> str:
     about `limit` characters."""
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit} more characters)"
-    return _UNPRINTABLE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return re.sub(_UNPRINTABLE, lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
 
 
 class Problem:

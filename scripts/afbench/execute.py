@@ -15,23 +15,36 @@ and reuses it without running Harbor; `<job_name>.lock.log` records each holder 
 Harbor resumes a job whose name and folder are unchanged, keeping every trial that has a
 result.json, so running an interrupted attempt again finishes it instead of starting over.
 The Harbor job folder is not an artifact of ours: the receipt names it.
+
+Never paid twice: each trial reserves its cap in the live ledger (afbench.ledger) before it
+starts. A copy that finds its trial interrupted (its holder died, or Harbor failed, without a
+result) holds the trial's cap for good, sets the job folder aside, removes what its environment
+left in the container engine (afbench.containers), and runs it again only for an agent that
+calls no model, or with the opt-in. While Harbor runs, the trial's cost is read where Harbor
+0.22.0 lets it be seen (an ATIF trajectory the agent writes as it goes) and Harbor is stopped at
+the cap; the engine is asked every few seconds whether it still answers.
 """
 
 from __future__ import annotations
 
 import copy
+import glob
 import hashlib
 import json
+import math
 import os
+import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from . import harbor, ledger, locking
+from .containers import engine_name, engine_problem, remove_leftovers
 from .errors import AfbenchError
-from .fsutil import canonical_digest
-from .records import TRIAL_RECEIPT, record
+from .fsutil import canonical_digest, parse_json_bytes, read_file_once
+from .kinds import TRIAL_RECEIPT
 
 # What every step gets from the job's own environment, when set: where programs are, whose
 # home and locale, where temporary files go, how to reach the container engine, and the proxy
@@ -68,6 +81,19 @@ ENV_ALLOWLIST = (
     "no_proxy",
 )
 STEPS = ("export", "check", "run")
+
+
+def trial_cap_usd(agent: str, nominal_budget_usd: float, cap_usd: float | None = None) -> float:
+    """What one trial of `agent` may spend, as the live ledger reserves it: `cap_usd`
+    (execute.trial_cap_usd) or else the release's nominal budget per task for an agent that may
+    call a model; nothing for nop and oracle. The one place the cap is decided: the guard, each
+    trial, the sealed analysis plan and the upgrade plan's cost line all ask here."""
+    return paid_trial_cap_usd(nominal_budget_usd, cap_usd) if harbor.calls_a_model(agent) else 0.0
+
+
+def paid_trial_cap_usd(nominal_budget_usd: float, cap_usd: float | None = None) -> float:
+    """The cap of a trial of an agent that may call a model (trial_cap_usd)."""
+    return float(nominal_budget_usd if cap_usd is None else cap_usd)
 
 
 def attempt_job_name(job_name: str, attempt: int) -> str:
@@ -200,28 +226,35 @@ def step_environment(
 
 
 def run_steps(
-    steps: dict, extra_env: dict[str, str], pass_env: list[str], names: tuple = STEPS
+    steps: dict,
+    extra_env: dict[str, str],
+    pass_env: list[str],
+    names: tuple = STEPS,
+    *,
+    quiet: bool = False,
 ) -> dict:
     """Export, check, then harbor run (or the steps `names`), each in its stated environment;
-    every line they print goes to our stderr (the job's log). Returns where each step's
-    variables came from (names and sources, never values)."""
+    every line they print goes to our stderr (the job's log), or with `quiet` only the output
+    of a step that fails. Returns where each step's variables came from (names and sources,
+    never values)."""
     stated = {}
     for name in names:
         step = steps[name]
         env, source = step_environment(step, extra_env, pass_env)
         stated[name] = source
         listing = ", ".join(f"{k} ({v})" for k, v in sorted(source.items()))
-        sys.stderr.write(f"afbench: {name}: {json.dumps(step['argv'])}\n")
-        sys.stderr.write(f"afbench: {name}: environment: {listing}\n")
-        sys.stderr.flush()
+        if not quiet:
+            sys.stderr.write(f"afbench: {name}: {json.dumps(step['argv'])}\n")
+            sys.stderr.write(f"afbench: {name}: environment: {listing}\n")
+            sys.stderr.flush()
         try:
             done = subprocess.run(
                 step["argv"],
                 cwd=step.get("cwd"),
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=sys.stderr,
-                stderr=sys.stderr,
+                stdout=subprocess.PIPE if quiet else sys.stderr,
+                stderr=subprocess.STDOUT if quiet else sys.stderr,
                 check=False,
             )
         except FileNotFoundError:
@@ -232,6 +265,9 @@ def run_steps(
                 found=step["argv"][0],
             ) from None
         if done.returncode != 0:
+            if quiet:
+                sys.stderr.write(done.stdout.decode("utf-8", "replace"))
+                sys.stderr.flush()
             raise AfbenchError(
                 f"the {name} step failed (its output is in this job's log): "
                 f"{' '.join(step['argv'])}",
@@ -243,23 +279,107 @@ def run_steps(
 
 
 # --- one copy of each trial ---------------------------------------------------------------------
-def job_finished(job_dir: Path) -> bool:
-    """A Harbor job that ran to its end: its result.json has `finished_at`, and as many trial
-    folders have a result.json as the job had trials."""
+MAX_RESULT_BYTES = 64 << 20
+MAX_TRAJECTORY_BYTES = 256 << 20
+STOP_GRACE_S = 120  # Harbor's own teardown after SIGINT: ~12 s measured (10 s of it Docker's)
+ENGINE_CHECK_S = 5.0  # how often a running trial asks whether its container engine answers
+
+
+def _json_object(path: Path, what: str, max_bytes: int) -> dict | None:
+    """A JSON object file Harbor wrote, or None when it is absent, empty, cut short or not an
+    object (Harbor's half-written files after a crash or a full disk)."""
     try:
-        result = json.loads((job_dir / "result.json").read_text())
-    except (OSError, ValueError):
-        return False
-    if not isinstance(result, dict) or not result.get("finished_at"):
-        return False
-    done = sum(1 for p in job_dir.iterdir() if p.is_dir() and (p / "result.json").is_file())
-    return done >= 1 and done == result.get("n_total_trials")
+        data = read_file_once(str(path), what, max_bytes, missing_ok=True)
+        doc = parse_json_bytes(data, str(path), what) if data else None
+    except AfbenchError:
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def trial_folders(job_dir: Path) -> list[Path]:
+    try:
+        return sorted(p for p in job_dir.iterdir() if p.is_dir() and not p.is_symlink())
+    except FileNotFoundError:
+        return []
+
+
+def job_state(job_dir: Path) -> str:
+    """`absent`; `finished` when every trial of the Harbor job has its result (its result.json
+    names how many, and each trial folder has a readable result.json: Harbor's resume keeps
+    those trials and runs none again); otherwise `incomplete` (a holder died mid-trial, or
+    Harbor failed, or the disk filled: a trial without a result, an empty or cut-short file)."""
+    if not job_dir.exists():
+        return "absent"
+    job = _json_object(job_dir / "result.json", "Harbor job result.json", MAX_RESULT_BYTES)
+    trials = trial_folders(job_dir)
+    total = job.get("n_total_trials") if job else None
+    if not isinstance(total, int) or total < 1 or len(trials) != total:
+        return "incomplete"
+    for trial in trials:
+        if _json_object(trial / "result.json", "trial result.json", MAX_RESULT_BYTES) is None:
+            return "incomplete"
+    return "finished"
+
+
+def job_finished(job_dir: Path) -> bool:
+    return job_state(job_dir) == "finished"
+
+
+def _trajectory_cost(doc: dict) -> float | None:
+    """The cost a trajectory in Harbor's ATIF format shows: its final_metrics' running total,
+    or the sum of its steps' costs, whichever is more (None if it shows none)."""
+
+    def usd(value: object) -> float | None:
+        ok = isinstance(value, int | float) and not isinstance(value, bool)
+        return float(value) if ok and math.isfinite(value) and value >= 0 else None
+
+    total = usd((doc.get("final_metrics") or {}).get("total_cost_usd"))
+    steps = [
+        usd((step.get("metrics") or {}).get("cost_usd"))
+        for step in doc.get("steps") or []
+        if isinstance(step, dict) and isinstance(step.get("metrics"), dict | None)
+    ]
+    summed = sum(c for c in steps if c is not None) if any(c is not None for c in steps) else None
+    found = [c for c in (total, summed) if c is not None]
+    return max(found) if found else None
+
+
+def running_cost(job_dir: Path, seen: dict) -> float | None:
+    """What the trials of a running Harbor job have spent so far, where Harbor 0.22.0 lets it
+    be seen: the trajectories an agent writes while it runs, in Harbor's ATIF format, at
+    `<trial>/agent/trajectory.json` (and its continuations `trajectory.cont-N.json`), as
+    Harbor's terminus-2 does after every episode. Harbor's own cost fields (the trial's
+    `agent_result.cost_usd`) are written only when the trial ends, and its installed agents
+    (claude-code, codex, ...) report their cost only then: for them None until the end. `seen`
+    caches each file's last reading by its size and mtime (a file caught mid-write keeps its
+    last good reading)."""
+    costs = []
+    for trial in trial_folders(job_dir):
+        found = None
+        for path in sorted((trial / "agent").glob("trajectory*.json")):
+            try:
+                info = path.lstat()
+            except OSError:
+                continue
+            key = (info.st_size, info.st_mtime_ns)
+            cached = seen.get(path)
+            if cached is None or cached[0] != key:
+                doc = _json_object(path, "agent trajectory", MAX_TRAJECTORY_BYTES)
+                cost = _trajectory_cost(doc) if doc is not None else None
+                if cost is None and cached is not None:
+                    cost = cached[1]
+                seen[path] = cached = (key, cost)
+            if cached[1] is not None:
+                found = max(found or 0.0, cached[1])
+        if found is not None:
+            costs.append(found)
+    return round(sum(costs), 6) if costs else None
 
 
 def _log(lock: Path, event: dict) -> None:
     """One line of the lock's log, written only while the lock is held (so on NFS too no two
     writers meet)."""
-    locking.append_event(lock.with_name(lock.name + ".log"), event, mode=0o666)
+    locking.append_event(lock.with_name(lock.name + ".log"), event, mode=0o666, what="lock log")
 
 
 def running_elsewhere(locks: list[Path]) -> list[tuple[Path, dict]]:
@@ -270,6 +390,119 @@ def running_elsewhere(locks: list[Path]) -> list[tuple[Path, dict]]:
 def describe_holder(who: dict) -> str:
     slurm = f", SLURM job {who['slurm_job_id']}" if who.get("slurm_job_id") else ""
     return f"host {who.get('host')}, pid {who.get('pid')}{slurm}, since {who.get('since')}"
+
+
+# --- running Harbor, with the meter ---------------------------------------------------------------
+def _stop(process: subprocess.Popen, grace_s: float) -> None:
+    """Stop Harbor as Ctrl-C does (SIGINT: it cancels the trial, tears its environment down and
+    writes the trial's result with what the agent spent), then kill it if it does not end."""
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGINT)
+    try:
+        process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def run_harbor(
+    step: dict,
+    env: dict[str, str],
+    job_dir: Path,
+    *,
+    meter: bool,
+    limit: Callable[[], tuple[float, str]],
+    interval_s: float,
+    engine: Callable[[], str | None] | None = None,
+) -> dict:
+    """`harbor run`, its output in the job's log. With `meter` (an agent that may spend money),
+    every `interval_s` the running cost (running_cost) is compared with what the trial may
+    spend (`limit()`: its cap, or what the ceiling leaves, and which); at it, Harbor is
+    stopped. With `engine`, every ENGINE_CHECK_S the container engine is asked whether it
+    still answers (`engine()`: why not, or None): Harbor notices a dead engine only when the
+    agent next touches its environment, so afbench stops it. An interruption of this process
+    stops Harbor too, before it is passed on."""
+    try:
+        process = subprocess.Popen(
+            step["argv"],
+            cwd=step.get("cwd"),
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=sys.stderr,
+            stderr=sys.stderr,
+        )
+    except FileNotFoundError:
+        raise AfbenchError(
+            "cannot start the run step: program not found",
+            field="run",
+            expected=f"a program on PATH {env.get('PATH')}",
+            found=step["argv"][0],
+        ) from None
+    seen: dict = {}
+    meter_said = {"running_cost_usd": None, "stopped": None, "limit_usd": None, "engine": None}
+    asked = time.monotonic()
+    try:
+        while True:
+            try:
+                returncode = process.wait(timeout=min(interval_s, ENGINE_CHECK_S))
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if meter_said["stopped"] or meter_said["engine"]:
+                continue
+            if engine is not None and time.monotonic() - asked >= ENGINE_CHECK_S:
+                asked = time.monotonic()
+                if problem := engine():
+                    meter_said["engine"] = problem
+                    say(f"run: the container engine stopped answering ({problem}): stopping Harbor")
+                    _stop(process, STOP_GRACE_S)
+                    continue
+            if not meter:
+                continue
+            cost = running_cost(job_dir, seen)
+            if cost is None:
+                continue
+            meter_said["running_cost_usd"] = cost
+            allowed, why = limit()
+            if cost >= allowed:
+                meter_said.update(stopped=why, limit_usd=allowed)
+                shown = "its cap" if why == "cap" else "what the ceiling leaves it"
+                sys.stderr.write(
+                    f"afbench: run: the trial has spent USD {cost:g}, at {shown} (USD "
+                    f"{allowed:g}): stopping Harbor (SIGINT), which ends the trial and records "
+                    "what it spent\n"
+                )
+                sys.stderr.flush()
+                _stop(process, STOP_GRACE_S)
+    except BaseException:
+        _stop(process, STOP_GRACE_S)
+        raise
+    if meter:
+        final = running_cost(job_dir, seen)
+        if final is not None:
+            meter_said["running_cost_usd"] = max(final, meter_said["running_cost_usd"] or 0)
+    return {"returncode": returncode, **meter_said}
+
+
+def set_aside(job_dir: Path) -> Path:
+    """Move an interrupted Harbor job folder out of Harbor's way (it would run the trial again
+    beside a broken one, or refuse the job), keeping it as evidence:
+    `<jobs_dir>/<job>.interrupted-<n>`."""
+    n = 1
+    while (aside := job_dir.with_name(f"{job_dir.name}.interrupted-{n}")).exists():
+        n += 1
+    job_dir.rename(aside)
+    return aside
+
+
+def _aside(job_dir: Path) -> list[Path]:
+    return sorted(job_dir.parent.glob(f"{glob.escape(job_dir.name)}.interrupted-*"))
+
+
+def _reported(attempts: list[dict]) -> float | None:
+    costs = [a["cost_usd"] for a in attempts]
+    return sum(costs) if costs and all(c is not None for c in costs) else None
 
 
 def execute_trial(
@@ -283,14 +516,19 @@ def execute_trial(
     ceiling_usd: float | None,
     ledger_path: Path,
     read_job,
+    cap_usd: float | None = None,
+    rerun_interrupted: bool = False,
+    meter_interval_s: float = 5.0,
+    earlier: list[dict] | None = None,
 ) -> dict:
     """Run (or reuse) one trial under its lock and return its receipt. `read_job(job_dir)` reads
-    the Harbor job's attempts (runs.read_harbor_job)."""
+    the Harbor job's attempts (runs.read_harbor_job). `cap_usd` is what the trial may spend
+    (None: the release's nominal budget); `earlier` the receipts of a partial run's earlier
+    round (one not run stops this one)."""
     steps = trial_steps(plan, task_id, attempt)
     agent, model = run_agent(steps["run"]["argv"])
     paid = harbor.calls_a_model(agent)
-    nominal = plan["release"]["nominal_budget_usd"]
-    worst = nominal if paid else 0.0
+    cap = trial_cap_usd(agent, plan["release"]["nominal_budget_usd"], cap_usd)
     trial = {
         "job_name": steps["job_name"],
         "task_id": task_id,
@@ -298,65 +536,310 @@ def execute_trial(
         "agent": agent,
         "model": model,
     }
+    name = steps["job_name"]
     lock = Path(steps["lock"])
+    job_dir = Path(steps["job_dir"])
+    docker = plan.get("environment_type") == "docker"
+    run_env, _ = step_environment(steps["run"], extra_env, pass_env)
 
     waited: dict = {}
 
     def waiting(who: dict | None) -> None:
         waited.update(holder=who, since=time.monotonic())
         shown = describe_holder(who) if who else "a holder that wrote nothing yet"
-        sys.stderr.write(
-            f"afbench: trial {steps['job_name']} is running elsewhere ({shown}): waiting for "
-            "it, then reusing its result\n"
-        )
-        sys.stderr.flush()
+        say(f"trial {name} is running elsewhere ({shown}): waiting for it, then reusing its result")
 
     def log(event: str, **more) -> None:
-        _log(lock, {"event": event, "job_name": steps["job_name"], **more})
+        _log(lock, {"event": event, "job_name": name, **more})
 
-    refused = None
-    environment = None
+    def receipt(action: str, attempts: list[dict], **more) -> dict:
+        return trial_receipt(
+            plan,
+            plan_sha256,
+            task_id,
+            attempt,
+            steps,
+            attempts,
+            run=(agent, model),
+            worst_case_usd=cap,
+            action=action,
+            **{"refused": None, "environment": None, "meter": None, **more},
+        )
+
     with locking.held(lock, on_wait=waiting):
         log(
             "acquired",
             waited_s=round(time.monotonic() - waited["since"], 1) if waited else 0,
             waited_for=waited.get("holder"),
         )
-        job_dir = Path(steps["job_dir"])
-        if job_finished(job_dir):
-            action = "reused"
-            sys.stderr.write(f"afbench: {steps['job_name']}: finished already; reusing it\n")
+        try:
+            now = ledger.state(ledger.read_entries(ledger_path))
+        except AfbenchError as error:
+            log("released", action="refused: the cost ledger cannot be read")
+            raise AfbenchError(
+                f"the cost ledger cannot be read, so no trial starts: {error}",
+                file=str(ledger_path),
+            ) from None
+        state = job_state(job_dir)
+        if state == "finished":
+            say(f"{name}: finished already; reusing it")
             attempts = read_job(job_dir)
-            if not ledger.has_finish(ledger_path, steps["job_name"]):
-                ledger.finish(ledger_path, trial, [a["cost_usd"] for a in attempts], paid, nominal)
-        else:
-            refused = ledger.start(ledger_path, trial, worst, ceiling_usd)
-            if refused is not None:
-                action, attempts = "refused", []
-                sys.stderr.write(f"afbench: {steps['job_name']}: {refused}\n")
-            else:
-                action = "harbor run"
-                try:
-                    environment = run_steps(steps, extra_env, pass_env)
-                except BaseException:
-                    log("released", action="harbor run failed")
-                    raise
-                attempts = read_job(job_dir)
-                ledger.finish(ledger_path, trial, [a["cost_usd"] for a in attempts], paid, nominal)
-        log("released", action=action)
-    return trial_receipt(
-        plan,
-        plan_sha256,
-        task_id,
-        attempt,
-        steps,
+            if not ledger.finished(now, name):
+                ledger.finish(ledger_path, trial, [a["cost_usd"] for a in attempts], paid, cap)
+            log("released", action="reused")
+            return receipt("reused", attempts)
+
+        # What a holder that died left: its open reservation, a job folder without results,
+        # and the containers of that folder's trials.
+        open_start = now["starts"].get(name)
+        if state == "incomplete":
+            seen = running_cost(job_dir, {})
+            held_usd = max(cap, seen or 0.0) if paid else 0.0
+            who = describe_holder(open_start) if open_start else "a holder that is gone"
+            aside = set_aside(job_dir)
+            if open_start:
+                ledger.interrupt(
+                    ledger_path,
+                    trial,
+                    held_usd,
+                    f"its holder ({who}) died after Harbor began the trial; it left no "
+                    f"result (set aside as {aside.name})",
+                )
+            say(
+                f"{name}: interrupted earlier ({who}): Harbor's job folder has no result; set "
+                f"aside as {aside}"
+                + (f"; its possible spend USD {held_usd:g} is held" if paid else "")
+            )
+        elif open_start:
+            ledger.release(
+                ledger_path,
+                trial,
+                f"its holder ({describe_holder(open_start)}) died before Harbor began the trial",
+            )
+        leftovers = _aside(job_dir)
+        if docker and leftovers:
+            problem = engine_problem(run_env)
+            if problem:
+                log("released", action="refused: the Docker engine does not answer")
+                raise AfbenchError(
+                    f"{engine_name(run_env)} does not answer ({problem}): the containers an "
+                    f"interrupted copy of trial {name} left cannot be removed, and Harbor's "
+                    "docker environment cannot run",
+                    field="plans.environment_type",
+                )
+            names = [t.name for folder in leftovers for t in trial_folders(folder)]
+            removed = remove_leftovers(names, run_env)
+            if removed:
+                say(f"{name}: removed what the interrupted copy left: {', '.join(removed)}")
+                log("cleaned", removed=removed)
+
+        now = ledger.state(ledger.read_entries(ledger_path))
+        gone_before = ledger.interrupted_unfinished(now, name)
+        if paid and gone_before and not rerun_interrupted:
+            why = (
+                f"interrupted earlier ({gone_before['reason']}); what it spent is unknown, so "
+                f"its cap USD {gone_before['held_usd']:g} stays held, and an agent that may "
+                "spend money is not run again without execute.rerun_interrupted: true"
+            )
+            say(f"{name}: {why}")
+            log("released", action="interrupted")
+            return receipt("interrupted", [], refused=why)
+        stop = next((r for r in earlier or [] if r.get("refused")), None)
+        if stop is not None:
+            why = (
+                f"partial run: trial {stop['job_name']} of an earlier round did not run "
+                f"({stop['action']}); later rounds are not started, so the trials that ran "
+                "stay a stratified selection"
+            )
+            ledger.refuse(ledger_path, trial, why)
+            say(f"{name}: {why}")
+            log("released", action="refused")
+            return receipt("refused", [], refused=why)
+        refused = ledger.start(ledger_path, trial, cap, ceiling_usd, lock=lock)
+        if refused is not None:
+            say(f"{name}: {refused}")
+            log("released", action="refused")
+            return receipt("refused", [], refused=refused)
+
+        try:
+            environment = run_steps(steps, extra_env, pass_env, names=("export", "check"))
+            environment["run"] = step_environment(steps["run"], extra_env, pass_env)[1]
+            if docker and (problem := engine_problem(run_env)):
+                raise AfbenchError(
+                    f"{engine_name(run_env)} does not answer ({problem}): Harbor's docker "
+                    "environment cannot run the trial",
+                    field="plans.environment_type",
+                )
+            listing = ", ".join(f"{k} ({v})" for k, v in sorted(environment["run"].items()))
+            say(f"run: {json.dumps(steps['run']['argv'])}")
+            say(f"run: environment: {listing}")
+            log("harbor run", argv_sha256=steps_digest(steps))
+            ran = run_harbor(
+                steps["run"],
+                run_env,
+                job_dir,
+                meter=paid,
+                limit=lambda: _limit(ledger_path, name, cap, ceiling_usd),
+                interval_s=meter_interval_s,
+                engine=(lambda: engine_problem(run_env)) if docker else None,
+            )
+        except AfbenchError as error:
+            if job_dir.exists():
+                raise _failed(
+                    name, trial, paid, cap, job_dir, run_env, docker, ledger_path, log, str(error)
+                ) from None
+            ledger.release(ledger_path, trial, f"it never reached Harbor: {error}")
+            log("released", action="released: never reached Harbor")
+            raise AfbenchError(
+                f"{error.problems[0].message} (trial {name} never reached Harbor; its hold of "
+                f"USD {cap:g} is released)",
+                file=error.problems[0].file,
+                field=error.problems[0].field or "run",
+                expected=error.problems[0].expected,
+                found=error.problems[0].found,
+            ) from None
+        except BaseException:
+            _failed(
+                name,
+                trial,
+                paid,
+                cap,
+                job_dir,
+                run_env,
+                docker,
+                ledger_path,
+                log,
+                "its trial job was interrupted",
+            )
+            raise
+
+        if docker and (problem := ran["engine"] or engine_problem(run_env)):
+            raise _failed(
+                name,
+                trial,
+                paid,
+                cap,
+                job_dir,
+                run_env,
+                docker,
+                ledger_path,
+                log,
+                f"{engine_name(run_env)} stopped answering during the trial ({problem})",
+                engine=True,
+                read_job=read_job,
+            )
+        if job_state(job_dir) != "finished":
+            raise _failed(
+                name,
+                trial,
+                paid,
+                cap,
+                job_dir,
+                run_env,
+                docker,
+                ledger_path,
+                log,
+                f"harbor run exited with code {ran['returncode']} and left the trial without a "
+                "result (a full disk, a crash)",
+                running_cost_usd=ran["running_cost_usd"],
+            )
+        if ran["returncode"] != 0:
+            say(f"{name}: harbor run exited with code {ran['returncode']}; its trial has a result")
+        attempts = read_job(job_dir)
+        finish = ledger.finish(
+            ledger_path,
+            trial,
+            [a["cost_usd"] for a in attempts],
+            paid,
+            cap,
+            running_cost_usd=ran["running_cost_usd"],
+            stopped=ran["stopped"],
+        )
+        if finish["overshoot_usd"]:
+            say(
+                f"{name}: overshoot: it spent USD {finish['cost_usd']:g}, USD "
+                f"{finish['overshoot_usd']:g} over its cap USD {cap:g}"
+                + (
+                    ""
+                    if ran["stopped"]
+                    else " (its running cost was not visible to afbench: "
+                    "see docs/plans-and-execution.md)"
+                )
+            )
+        log("released", action="harbor run")
+    return receipt(
+        "harbor run",
         attempts,
-        run=(agent, model),
-        worst_case_usd=worst,
-        refused=refused,
         environment=environment,
-        action=action,
+        meter={
+            "running_cost_usd": ran["running_cost_usd"],
+            "stopped": ran["stopped"],
+            "cost_usd": finish["cost_usd"],
+            "overshoot_usd": finish["overshoot_usd"],
+        },
     )
+
+
+def say(text: str) -> None:
+    sys.stderr.write(f"afbench: {text}\n")
+    sys.stderr.flush()
+
+
+def _limit(ledger_path: Path, name: str, cap: float, ceiling: float | None) -> tuple[float, str]:
+    allowed = ledger.allowance(ledger_path, name, cap, ceiling)
+    return allowed, ("cap" if allowed >= cap else "ceiling")
+
+
+def _failed(
+    name: str,
+    trial: dict,
+    paid: bool,
+    cap: float,
+    job_dir: Path,
+    env: dict[str, str],
+    docker: bool,
+    ledger_path: Path,
+    log: Callable[..., None],
+    cause: str,
+    *,
+    engine: bool = False,
+    read_job=None,
+    running_cost_usd: float | None = None,
+) -> AfbenchError:
+    """A trial that reached Harbor and ended without a usable result: what it may have spent is
+    held (its reported cost when Harbor recorded one, else its cap), the containers its
+    environment left are removed (when the engine answers), and its job folder is set aside so
+    that a rerun starts afresh. Returns the error to raise."""
+    known = None
+    if engine and read_job is not None and job_state(job_dir) == "finished":
+        try:
+            known = _reported(read_job(job_dir))
+        except AfbenchError:
+            known = None
+    seen = running_cost(job_dir, {}) if job_dir.exists() else None
+    seen = max(seen or 0.0, running_cost_usd or 0.0)
+    held_usd = max(cap, seen, known or 0.0) if paid else 0.0
+    names = [t.name for t in trial_folders(job_dir)]
+    aside = set_aside(job_dir) if job_dir.exists() else None
+    cleaned = ""
+    if docker and not engine and names and engine_problem(env) is None:
+        removed = remove_leftovers(names, env)
+        cleaned = f"; removed {', '.join(removed)}" if removed else "; nothing left in Docker"
+    elif docker and names:
+        cleaned = "; its containers are removed when the engine answers again, by the next run"
+    where = f"; its job folder is set aside as {aside}" if aside else ""
+    ledger.interrupt(ledger_path, trial, held_usd, f"{cause}{where}")
+    try:
+        log("released", action="failed: " + cause[:200])
+    except AfbenchError as error:  # a full disk: the ledger has it, the job's log says so
+        say(f"{name}: the lock log could not be written ({error})")
+    money = (
+        f"; what it may have spent, USD {held_usd:g}, is held"
+        + (" (it is run again only with execute.rerun_interrupted: true)" if paid else "")
+        if paid
+        else ""
+    )
+    return AfbenchError(f"trial {name}: {cause}{money}{where}{cleaned}", field="harbor run")
 
 
 def trial_receipt(
@@ -372,9 +855,12 @@ def trial_receipt(
     refused: str | None,
     environment: dict | None,
     action: str,
+    meter: dict | None = None,
 ) -> dict:
     """What ran and what came of it: the argv digest, the job folder, each trial's id,
-    outcome, cost and result file hash; or that the trial was refused at the cost ceiling."""
+    outcome, cost and result file hash, and what the meter saw; or why the trial did not run
+    (`refused`: at the cost ceiling, after a partial run's earlier round stopped, or as an
+    interrupted trial of an agent that may spend money, not run again without the opt-in)."""
     trials = []
     for found in attempts:
         result = Path(found["trial_dir"]) / "result.json"
@@ -396,8 +882,7 @@ def trial_receipt(
         outcome = "not started"
     else:
         outcome = outcomes[0] if len(outcomes) == 1 else ("none" if not outcomes else "mixed")
-    return record(
-        TRIAL_RECEIPT,
+    return TRIAL_RECEIPT.record(
         release=plan["release"],
         plan={
             "selection": plan["selection"],
@@ -418,8 +903,10 @@ def trial_receipt(
         action=action,
         worst_case_usd=worst_case_usd,
         refused=refused,
+        meter=meter,
         trials=trials,
         outcome=outcome,
+        round=None,
     )
 
 
@@ -496,6 +983,111 @@ def planned_trials(plans: dict[tuple[str, str], dict], attempts: int) -> list[di
     return trials
 
 
+def comparison_trials(
+    analysis_plan: dict, plans: dict[str, dict | None], attempts: int
+) -> list[dict]:
+    """The trials a sealed comparison (afbench.preregister) may run: each configuration's
+    trials of the first `horizon` tasks of the plan's order, every attempt, each with its
+    `batch` (1 for the first look's tasks). `plans` maps a and b to their written Harbor plans
+    (None before they are written: the trials have no names yet)."""
+    rule = analysis_plan["stopping_rule"]
+    looks = rule.get("looks") or [rule["horizon"]]
+    trials = []
+    for side, configuration in analysis_plan["configurations"].items():
+        plan = plans[side]
+        paid = harbor.calls_a_model(configuration["agent"])
+        for position, task_id in enumerate(rule["order"][: rule["horizon"]]):
+            batch = next(i for i, look in enumerate(looks, start=1) if position < look)
+            for attempt in range(1, attempts + 1):
+                steps = trial_steps(plan, task_id, attempt) if plan is not None else None
+                trials.append(
+                    {
+                        "selection": analysis_plan["selection"]["name"],
+                        "task_id": task_id,
+                        "job_name": steps["job_name"] if steps else None,
+                        "lock": Path(steps["lock"]) if steps else None,
+                        "paid": paid,
+                        "batch": batch,
+                    }
+                )
+    return trials
+
+
+def comparison_sides(analysis_plan: dict, harbor_plans: list[Path]) -> dict[str, dict]:
+    """The written Harbor plans of a sealed comparison's two configurations, by side (a, b):
+    each of the sealed selection (its SHA-256) and of one configuration, both there."""
+    from .kinds import PLAN
+
+    wanted = {(c["agent"], c["model"]): side for side, c in analysis_plan["configurations"].items()}
+    sides: dict[str, dict] = {}
+    for path in harbor_plans:
+        plan = PLAN.read(path)
+        side = wanted.get((plan["agent"], plan["model"]))
+        sha = plan["selection"]["selection_sha256"]
+        if side is None or sha != analysis_plan["selection"]["selection_sha256"] or side in sides:
+            raise AfbenchError(
+                "not a Harbor plan of the sealed comparison (one per configuration, of its "
+                "selection)",
+                file=str(path),
+                expected=" or ".join(c["label"] for c in analysis_plan["configurations"].values())
+                + f" on selection {analysis_plan['selection']['selection_sha256'][:12]}",
+                found=f"{plan['agent']} on selection {sha[:12]}",
+            )
+        sides[side] = plan
+    missing = sorted(set(wanted.values()) - set(sides))
+    if missing:
+        raise AfbenchError(
+            "a configuration of the sealed comparison has no Harbor plan",
+            field="--harbor-plan",
+            expected="both configurations' plans",
+            found=f"none for configuration {', '.join(missing)}",
+        )
+    return sides
+
+
+def next_trials_afford(
+    analysis_plan: dict,
+    sides: dict[str, dict],
+    ledger_path: Path,
+    ceiling_usd: float | None,
+    cap_usd: float | None,
+) -> Callable[[list[dict]], str | None]:
+    """For a sealed comparison's next trials ({task_id, configuration, attempt}), why they may
+    not start at the ceiling, or None: the guard's arithmetic (worst_case) over the live ledger,
+    before a batch starts, so that no batch is begun that its caps cannot finish."""
+
+    def afford(next_trials: list[dict]) -> str | None:
+        if ceiling_usd is None:
+            return None
+        trials = []
+        for t in next_trials:
+            plan = sides[t["configuration"]]
+            steps = trial_steps(plan, t["task_id"], t["attempt"])
+            agent, _ = run_agent(steps["run"]["argv"])
+            trials.append(
+                {
+                    "selection": plan["selection"]["name"],
+                    "task_id": t["task_id"],
+                    "job_name": steps["job_name"],
+                    "lock": Path(steps["lock"]),
+                    "paid": harbor.calls_a_model(agent),
+                }
+            )
+        check_run_files(trials, ledger_path)
+        live = ledger.state(ledger.read_entries(ledger_path))
+        cap = paid_trial_cap_usd(analysis_plan["release"]["nominal_budget_usd"], cap_usd)
+        _, unfinished, total = worst_case(trials, live, cap)
+        if total <= ceiling_usd:
+            return None
+        return (
+            f"the next {len(next_trials)} trial(s) ({len(unfinished)} at their cap USD {cap:g}) "
+            f"would bring the worst case to USD {total:g}, over the ceiling "
+            f"execute.max_cost_usd = {ceiling_usd:g}: not started"
+        )
+
+    return afford
+
+
 def selection_size(criteria: dict, release_tasks: int) -> int | None:
     """How many tasks a selection's criteria give, before the catalog is read: known for a
     list of tasks (each must exist) or for all of them, then limited; None when it filters
@@ -527,61 +1119,134 @@ def unplanned_trials(
     ]
 
 
+# --- a partial run ------------------------------------------------------------------------------
+def partial_rounds(
+    tasks: dict[str, list[str]], sources: dict[str, str], seeds: dict[str, str]
+) -> dict[tuple[str, str], int]:
+    """The stated order of a partial run: each selection's tasks grouped by source, each
+    source's tasks shuffled with the selection's sha256 as seed (the catalog's order within a
+    source may follow its chapters, and so its difficulty: a shuffled order makes the tasks
+    done a random sample within each source), and round r holds the r-th task of every source.
+    So whatever rounds are done, every source has as many tasks done as every other, give or
+    take one (a stratified selection). Returns each (selection, task)'s round, from 1."""
+    import random
+
+    rounds = {}
+    for selection, task_ids in tasks.items():
+        by_source: dict[str, list[str]] = {}
+        for task_id in task_ids:
+            by_source.setdefault(sources[task_id], []).append(task_id)
+        for source, members in by_source.items():
+            order = sorted(members)
+            random.Random(f"{seeds[selection]}/{source}").shuffle(order)
+            for number, task_id in enumerate(order, start=1):
+                rounds[(selection, task_id)] = number
+    return rounds
+
+
+def check_run_files(trials: list[dict], ledger_path: Path) -> None:
+    """The ledger, its lock and each trial's lock and lock log are regular files or absent: a
+    planted link or FIFO is refused before anything runs."""
+    locking.check_regular_or_absent(ledger_path, ledger.WHAT)
+    locking.check_regular_or_absent(ledger_path.with_name(ledger_path.name + ".lock"), "lock")
+    for trial in trials:
+        if trial["lock"] is not None:
+            locking.check_regular_or_absent(trial["lock"], "lock file")
+            log = trial["lock"].with_name(trial["lock"].name + ".log")
+            locking.check_regular_or_absent(log, "lock log")
+
+
+def worst_case(trials: list[dict], live: dict, cap: float) -> tuple[float, list[dict], float]:
+    """The guard's arithmetic for `trials` against the live ledger's state: what is committed
+    (spent, held for interrupted trials, and the caps other runs hold open), this run's trials
+    of an agent that may call a model the ledger has not finished (a finished one is reused:
+    no new cost), and the worst case, committed + each unfinished trial's cap."""
+    names = {t["job_name"] for t in trials}
+    paid = [t for t in trials if t["paid"]]
+    unfinished = [t for t in paid if not ledger.finished(live, t["job_name"] or "")]
+    elsewhere = sum(e["worst_case_usd"] for name, e in live["starts"].items() if name not in names)
+    committed = round(live["spent_usd"] + live["held_usd"] + elsewhere, 6)
+    return committed, unfinished, round(committed + len(unfinished) * cap, 6)
+
+
 def approve(
     trials: list[dict],
     release: dict,
     ceiling_usd: float | None,
     ledger_path: Path,
+    *,
+    cap_usd: float | None = None,
+    partial: bool = False,
+    rounds: dict[tuple[str, str], int] | None = None,
+    close_dead: bool = False,
+    sequential: bool = False,
 ) -> tuple[list[str], str | None]:
     """The planned run (planned_trials, or unplanned_trials before the plans are written),
-    checked against the ceiling before any trial starts: the lines to print (trials,
-    worst-case cost, the difference the run can detect, what the live ledger has spent,
-    trials still running elsewhere) and the refusal, if it is refused."""
-    from .stats import mcnemar_detectable_difference
+    checked against the ceiling before any trial starts: the lines to print (trials, their
+    caps, the difference the run can detect, what the live ledger has spent and holds, its
+    dead holds and overshoots, trials still running elsewhere, a partial run's order) and the
+    refusal, if it is refused. A run whose worst case is over the ceiling is refused unless it
+    is `partial` (then its `rounds` run in order, until the ceiling), or `sequential` (the
+    trials of a sealed comparison carry their `batch`: it runs batch by batch and stops at the
+    ceiling, so only its first batch, beside every other trial, must fit). With `close_dead`
+    the holds of controllers that are gone are closed in the ledger (not in a dry run)."""
+    from .power import execute_line
 
     nominal = release["nominal_budget_usd"]
+    cap = paid_trial_cap_usd(nominal, cap_usd)
     paid = [t for t in trials if t["paid"]]
-    worst = len(paid) * nominal
+    worst = len(paid) * cap
     unplanned = any(t["job_name"] is None for t in trials)
+    each = (
+        f"the nominal USD {nominal:g} per task"
+        if cap_usd is None
+        else f"the cap USD {cap:g} per trial, execute.trial_cap_usd"
+    )
     lines = [
         f"afbench execute: {len(trials)} trial(s), {len(paid)} with a model agent; worst-case "
-        f"cost USD {worst:g} ({len(paid)} x the nominal USD {nominal:g} per task)"
+        f"cost USD {worst:g} ({len(paid)} x {each})"
         + (" (counted from the config: the plans are not written yet)" if unplanned else "")
     ]
     tasks_by_selection: dict[str, set[str]] = {}
     for t in trials:
         tasks_by_selection.setdefault(t["selection"], set()).add(t["task_id"])
     for selection, tasks in sorted(tasks_by_selection.items()):
-        try:
-            found = mcnemar_detectable_difference(len(tasks), baseline_rate=0.5)
-            detect = f"a paired difference of {100 * found['difference']:.1f} pp or more"
-        except ValueError:
-            detect = "no paired difference at all, too few tasks"
-        lines.append(
-            f"afbench execute: selection {selection}: {len(tasks)} task(s) can detect "
-            f"{detect}; McNemar at alpha 0.05, power 0.8, assuming a baseline success rate of "
-            "0.5 and independent successes of the two configurations compared"
-        )
-    # what the live ledger has spent counts too: a trial it finished is reused (no new cost),
-    # every other one may still spend its worst case, and so may the trials of other runs it
-    # holds open
+        lines.append(f"afbench execute: selection {selection}: {execute_line(len(tasks))}")
+    check_run_files(trials, ledger_path)
     live = ledger.state(ledger.read_entries(ledger_path))
-    names = {t["job_name"] for t in paid}
-    finished = {name for name, e in live["last"].items() if e["event"] == "finish"}
-    unfinished = [t for t in paid if t["job_name"] not in finished]
-    elsewhere = sum(
-        e["worst_case_usd"]
-        for name, e in live["last"].items()
-        if e["event"] == "start" and name not in names
-    )
-    total = live["spent_usd"] + elsewhere + len(unfinished) * nominal
-    if live["spent_usd"] or live["open"]:
+    dead = ledger.dead_holds(ledger_path, live)
+    for hold in dead:
         lines.append(
-            f"afbench execute: the live ledger has spent USD {live['spent_usd']:g} and holds "
-            f"USD {live['open_usd']:g} for {len(live['open'])} trial(s) started and not "
+            f"afbench execute: {ledger.dead_hold_line(hold)}"
+            + ("" if close_dead else " (a dry run: not written to the ledger)")
+        )
+    if dead and close_dead:
+        ledger.close_dead_holds(ledger_path, dead)
+        live = ledger.state(ledger.read_entries(ledger_path))
+    else:  # counted as they will be closed
+        for hold in dead:
+            name = hold["entry"]["job_name"]
+            del live["starts"][name]
+            live["open_usd"] = round(live["open_usd"] - hold["entry"]["worst_case_usd"], 6)
+            if hold["event"] == "interrupted":
+                live["held_usd"] += hold["entry"]["worst_case_usd"]
+                live["last"][name] = {"event": "interrupted"}
+    committed, unfinished, total = worst_case(trials, live, cap)
+    if live["spent_usd"] or live["starts"] or live["held_usd"]:
+        lines.append(
+            f"afbench execute: the live ledger has spent USD {live['spent_usd']:g}, holds USD "
+            f"{live['held_usd']:g} for {len(live['interrupted'])} interrupted trial(s) and "
+            f"USD {live['open_usd']:g} for {len(live['starts'])} trial(s) started and not "
             f"finished ({ledger_path}); with {len(unfinished)} trial(s) of this run still to "
             f"finish, the worst case is USD {total:g}"
         )
+    for entry in live["overshoots"][:5]:
+        lines.append(
+            f"afbench execute: the live ledger records an overshoot: trial {entry['job_name']} "
+            f"spent USD {entry['cost_usd']:g}, USD {entry['overshoot_usd']:g} over its cap"
+        )
+    if len(live["overshoots"]) > 5:
+        lines.append(f"afbench execute: ... and {len(live['overshoots']) - 5} more overshoot(s)")
     locks = [t["lock"] for t in trials if t["lock"] is not None]
     for lock, who in running_elsewhere(locks):
         lines.append(
@@ -592,16 +1257,74 @@ def approve(
     # before the plans are written the trials have no names yet: what the ledger finished
     # cannot be told from what it did not, so the sum is left to the check after the plans
     known = not unplanned or not live["last"]
-    refusal = None
-    if paid and known and (ceiling_usd is None or total > ceiling_usd):
-        spent = (
-            f" (USD {live['spent_usd'] + elsewhere:g} spent or held by the live ledger + "
-            f"{len(unfinished)} unfinished trial(s) x USD {nominal:g})"
-            if live["spent_usd"] or elsewhere
-            else ""
+    over = paid and known and (ceiling_usd is None or total > ceiling_usd)
+    if not over:
+        return lines, None
+    spent = (
+        f" (USD {committed:g} spent or held by the live ledger + {len(unfinished)} unfinished "
+        f"trial(s) x USD {cap:g})"
+        if committed
+        else ""
+    )
+    if sequential and ceiling_usd is not None:
+        first = [t for t in trials if t.get("batch") in (None, 1)]
+        _, _, needed = worst_case(first, live, cap)
+        if needed > ceiling_usd:
+            return lines, (
+                f"execute: sequential comparison: not even its first batch fits: USD "
+                f"{needed:g}{spent and ' (with what the live ledger has spent and holds)'} is "
+                f"over the ceiling execute.max_cost_usd = {ceiling_usd:g}; nothing was started"
+            )
+        lines.append(
+            f"afbench execute: sequential comparison (the sealed analysis plan): its worst case "
+            f"to the horizon is over the ceiling, so it stops at the ceiling unless a decision "
+            f"comes first (the decision is valid at any stopping time); its first batch fits "
+            f"(USD {needed:g} of USD {ceiling_usd:g})"
         )
-        refusal = (
-            f"execute: worst-case cost USD {total:g}{spent} is over the ceiling "
-            f"execute.max_cost_usd = {ceiling_usd}; nothing was started"
-        )
-    return lines, refusal
+        return lines, None
+    if partial and ceiling_usd is not None:
+        if committed + cap > ceiling_usd:
+            return lines, (
+                f"execute: partial run: not one trial fits: USD {committed:g} spent or held by "
+                f"the live ledger + one trial's cap USD {cap:g} is over the ceiling "
+                f"execute.max_cost_usd = {ceiling_usd:g}; nothing was started"
+            )
+        lines.append(partial_line(trials, unfinished, rounds, cap, ceiling_usd - committed, total))
+        return lines, None
+    return lines, (
+        f"execute: worst-case cost USD {total:g}{spent} is over the ceiling "
+        f"execute.max_cost_usd = {ceiling_usd}; nothing was started (execute.partial: true "
+        "runs it in rounds of one task per source, in a stated order, until the ceiling)"
+    )
+
+
+def partial_line(
+    trials: list[dict],
+    unfinished: list[dict],
+    rounds: dict[tuple[str, str], int] | None,
+    cap: float,
+    room: float,
+    total: float,
+) -> str:
+    """What a partial run will do: its order, and how many rounds fit at their caps."""
+    head = (
+        f"afbench execute: partial run (execute.partial): the worst case USD {total:g} is over "
+        "the ceiling, so the trials run in rounds, each round one task of every source (each "
+        "source's tasks in an order shuffled with the selection's sha256 as seed), every "
+        "configuration and attempt of a task in the same round; a round starts when the one "
+        "before it has ended, and once a trial is refused at the ceiling no later round starts"
+    )
+    if rounds is None:
+        return head + " (the rounds are known once the plans are written)"
+    waiting = {id(t) for t in unfinished}
+    needed: dict[int, float] = {}
+    for t in trials:
+        number = rounds[(t["selection"], t["task_id"])]
+        needed[number] = needed.get(number, 0.0) + (cap if id(t) in waiting else 0.0)
+    fit, used = 0, 0.0
+    for number in sorted(needed):
+        if used + needed[number] > room:
+            break
+        used += needed[number]
+        fit = number
+    return f"{head}; {len(needed)} round(s), {fit} of them fit at their caps"

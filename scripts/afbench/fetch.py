@@ -11,7 +11,7 @@ from pathlib import Path
 
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, read_regular_file, say, sha256_bytes, sha256_file
-from .records import RECEIPT, VERIFIED_FILE, record
+from .kinds import RECEIPT, VERIFIED_FILE
 from .release import identity, license_of
 
 TYPE_CHECKING = False  # a fetch job does not need typing (nor config) to start
@@ -454,8 +454,7 @@ def verify_file(release: dict, source: dict, spec: ReleaseFile, path: Path) -> d
         "size": path.stat().st_size,
         "verified": True,
     }
-    return record(
-        VERIFIED_FILE,
+    return VERIFIED_FILE.record(
         release=identity(release),
         source_kind=source["kind"],
         license=license_of(release),
@@ -488,8 +487,7 @@ def combine_receipt(verified: list[dict], skipped: list[ReleaseFile]) -> dict:
             expected="each file once",
             found=str(keys),
         )
-    return record(
-        RECEIPT,
+    return RECEIPT.record(
         release=first["release"],
         source_kind=first["source_kind"],
         files=[v["file"] for v in verified],

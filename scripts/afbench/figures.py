@@ -197,7 +197,7 @@ def pairs_figure(models: list[str], labels: dict[str, str], pairs: list[dict]) -
         grid[i][j], grid[j][i] = p["difference_difference"], -p["difference_difference"]
         marks[(i, j)] = marks[(j, i)] = "*" if p["significant"] else ""
     fig, ax = _subplots(0.6 * size + 2.5, 0.6 * size + 1.5)
-    image = ax.imshow(grid, cmap="RdBu", vmin=-0.5, vmax=0.5)
+    image = ax.imshow(grid, cmap="RdBu", vmin=-0.5, vmax=0.5, interpolation="none")
     names = [_literal(labels[m]) for m in models]
     ax.set_xticks(range(size), names, rotation=45, ha="right")
     ax.set_yticks(range(size), names)
@@ -222,7 +222,7 @@ def per_source_figure(rows: list[dict], models: list[str], labels: dict[str, str
         [r["rates"][m] if r["rates"][m] is not None else float("nan") for m in models] for r in rows
     ]
     fig, ax = _subplots(0.55 * len(models) + 3, 0.28 * len(rows) + 1.5)
-    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto")
+    image = ax.imshow(grid, cmap="viridis", vmin=0, vmax=1, aspect="auto", interpolation="none")
     ax.set_xticks(
         range(len(models)), [_literal(labels[m]) for m in models], rotation=45, ha="right"
     )
@@ -419,10 +419,52 @@ def place_labels(
             )
 
 
+# the failure classes' colours: the environment's grey, the protocol's red, the model's own
+# stops from the nearest (dark blue) to nothing (pale)
+FAILURE_COLOURS = {
+    "infrastructure": "#7f8c8d",
+    "no_verdict": "#bdc3c7",
+    "over_budget": "#c0392b",
+    "budget_or_time_stop": "#e0a800",
+    "near_miss": "#1f5f8b",
+    "partial": "#5d9cc9",
+    "none": "#c6dbef",
+    "progress_unknown": "#d9d9d9",
+}
+
+
+@_styled
+def failures_figure(anatomy: dict) -> str:
+    """Each official model's failed tasks by class, stacked (afbench.anatomy)."""
+    rows = anatomy["official"]
+    fig, ax = _subplots(7, 0.36 * len(rows) + 1.5)
+    names_shown = [_literal(r["display_name"]) for r in rows][::-1]
+    at = list(range(len(rows)))
+    left = [0] * len(rows)
+    classes = [c for c in anatomy["classes"] if any(r["counts"].get(c) for r in rows)]
+    for cls in classes:
+        counts = [r["counts"].get(cls, 0) for r in rows][::-1]
+        ax.barh(
+            at,
+            counts,
+            left=left,
+            color=FAILURE_COLOURS[cls],
+            label=anatomy["labels"][cls],
+            height=0.7,
+        )
+        left = [a + b for a, b in zip(left, counts, strict=True)]
+    ax.set_yticks(at, names_shown)
+    ax.set_xlabel("failed tasks")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=7, frameon=False)
+    return _svg(fig)
+
+
 def names(analysis: dict) -> list[str]:
     """The report's figures for this analysis, by name (make_figures draws them)."""
     paired = ["paired"] if analysis["paired"]["pairs"] else []
-    return ["leaderboard", "cost_success", "per_source", *paired]
+    failures = ["failures"] if (analysis.get("anatomy") or {}).get("official") else []
+    return ["leaderboard", "cost_success", "per_source", *paired, *failures]
 
 
 def make_figures(analysis: dict) -> dict[str, str]:
@@ -438,5 +480,6 @@ def make_figures(analysis: dict) -> dict[str, str]:
         ),
         "per_source": lambda: per_source_figure(analysis["per_source"], models, labels),
         "paired": lambda: pairs_figure(models, labels, analysis["paired"]["pairs"]),
+        "failures": lambda: failures_figure(analysis["anatomy"]),
     }
     return {name: draw[name]() for name in names(analysis)}

@@ -7,17 +7,20 @@ pipeline writes it, or any folder holding afbench artifacts).
 Artifacts are found by their `kind`, never by their path: every regular `*.json` file under the
 folder (hidden names and symbolic links skipped) whose first key is an afbench `kind`; a local
 run's `outcomes.csv` and `attempts.csv` are read beside its `summary.json`. Each artifact read
-must carry this afbench's `schema_version`. A folder that mixes two release revisions is
-refused, and so is a table asked of a folder without its artifact: one AfbenchError naming the
-folder (or the file) in each case.
+is read through its kind's declaration (afbench.kinds: its own `schema_version`, every field
+of its declared type). A folder that mixes two release revisions is refused, and so is a table
+asked of a folder without its artifact: one AfbenchError naming the folder (or the file) in
+each case.
 
 Columns are typed with pandas' nullable dtypes (`string`, `Int64`, `Float64`, `boolean`),
 categoricals for short closed or repeating sets (categories sorted, or in the documented order
 for `source_condition` and `outcome`) and `datetime64[us, UTC]` for times; unknown values are
-`<NA>`/`NaT`, never 0 or "". `COLUMNS` documents every table's columns and dtypes; each frame's
+`<NA>`/`NaT`, never 0 or "". Every column comes from a declared field (its dtype from the
+field's type), so a field added to a per-task result, a leaderboard row, a pair or a run table
+appears here as a column. `COLUMNS` documents every table's columns and dtypes; each frame's
 `attrs` holds the folder's `revision` and the `artifacts` it was read from (paths relative to
-the folder; parquet keeps them). Every function takes
-a folder path, or a `Folder` (one scan, shared by several tables).
+the folder; parquet keeps them). Every function takes a folder path, or a `Folder` (one scan,
+shared by several tables).
 """
 
 from __future__ import annotations
@@ -36,19 +39,44 @@ from .fsutil import (
     SPREADSHEET_GUARD,
     csv_text_value,
     parse_json_bytes,
+    read_file_once,
     read_head,
     spreadsheet_safe,
 )
-from .records import (
+from .kinds import (
     ANALYSIS,
     ARTIFACT_MANIFEST,
+    ATTEMPTS,
     CATALOG,
+    FAILURE_ANATOMY,
+    KINDS,
     MODEL_IMPORT,
+    OUTCOMES,
+    RUN_FAILURE_ANATOMY,
     RUN_SUMMARY,
-    SCHEMA_VERSION,
     SUMMARY,
+    TASK_RESULT,
+    TASK_TABLE,
+    Field,
+    Kind,
+    Shape,
+    Table,
+    lines,
 )
-from .runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, OUTCOMES, read_regular_file
+from .kinds import UTC_TIME as UTC_TIME
+from .kinds.analysis import (
+    ANALYSIS_ROW,
+    CLUSTERED_RATE,
+    FAILED_TASK,
+    INTERVAL,
+    LOCAL_FAILED_TASK,
+    PAIR,
+    RESOLVED,
+    TASK_ROW,
+)
+from .kinds.official import LEADERBOARD_ROW, LETTERS
+from .kinds.runs import CONFIGURATION
+from .kinds.tasks import SOURCE, TASK
 
 __all__ = [
     "COLUMNS",
@@ -58,147 +86,178 @@ __all__ = [
     "comparisons",
     "export",
     "leaderboard",
+    "official_failures",
     "official_results",
     "read_export",
     "run_attempts",
+    "run_failures",
     "run_outcomes",
     "table_bytes",
+    "task_table",
     "tasks",
 ]
 
-CONDITIONS = ("source-present", "source-free")
-UTC_TIME = "datetime64[us, UTC]"
 # the largest artifact read (a model import of the bench's 34,100 tasks is about 8 MiB)
 MAX_ARTIFACT_BYTES = 1 << 30
 HEAD_BYTES = 64 * 1024
 _KIND_FIRST = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"kind"\s*:\s*("afbench [^"\\]*")')
 _REVISION = re.compile(rb'"revision"\s*:\s*"([^"\\]*)"')
 
-# --- the documented schema: table -> column -> dtype ----------------------------------------
+
+# --- the documented schema: table -> column -> dtype, from the declarations -------------------
 # "category" is an open set (categories: the values present, sorted); a tuple is a closed set
 # in that order.
-_TASKS = {
-    "task_id": "string",
-    "source_id": "category",
-    "source_title": "string",
-    "source_ref": "string",
-    "target_declaration": "string",
-    "n_obligations": "Int64",
-    "workspace": "string",
-    "workspace_url": "string",
-}
-_OFFICIAL = {
-    "model": "category",
-    "display_name": "string",
-    "source_condition": CONDITIONS,
-    "budget_usd": "Float64",
-    "task_id": "string",
-    "source_id": "category",
-    "success": "boolean",
-    "obligations_accepted": "Int64",
-    "n_obligations": "Int64",
-    "cost_usd": "Float64",
-    "stop_reason": "category",
-    "finished_at": UTC_TIME,
-    "over_budget": "boolean",
-}
-_LEADERBOARD = {
-    "source_condition": CONDITIONS,
-    "budget_usd": "Float64",
-    "rank": "Int64",
-    "model": "category",
-    "display_name": "string",
-    "passes": "Int64",
-    "tasks": "Int64",
-    "success_rate": "Float64",
-    "mean_cost_usd": "Float64",
-    "cost_per_solved_usd": "Float64",
-    "infrastructure_errors": "Int64",
-    "over_budget_records": "Int64",
-    "leader_tier": "boolean",
-    "letters": "string",
-    "passes_errors_as_successes": "Int64",
-    "success_rate_errors_as_successes": "Float64",
-    "published_passes": "Int64",
-    "matches_published": "boolean",
-    "confidence": "Float64",
-    "wilson_low": "Float64",
-    "wilson_high": "Float64",
-    "standard_error": "Float64",
-    "clustered_standard_error": "Float64",
-    "clustered_low": "Float64",
-    "clustered_high": "Float64",
-    "design_effect": "Float64",
-}
-_COMPARISONS = {
-    "source_condition": CONDITIONS,
-    "budget_usd": "Float64",
-    "confidence": "Float64",
-    "a": "string",
-    "b": "string",
-    "tasks": "Int64",
-    "both": "Int64",
-    "only_a": "Int64",
-    "only_b": "Int64",
-    "neither": "Int64",
-    "difference": "Float64",
-    "difference_standard_error": "Float64",
-    "difference_low": "Float64",
-    "difference_high": "Float64",
-    "p_exact": "Float64",
-    "p_holm": "Float64",
-    "significant": "boolean",
-    "clustered_standard_error": "Float64",
-    "clustered_low": "Float64",
-    "clustered_high": "Float64",
-    "design_effect": "Float64",
-    "p_exact_errors_favour_a": "Float64",
-    "p_exact_errors_favour_b": "Float64",
-    "infrastructure_marked": "boolean",
-}
-_RUN_COMMON = {
-    "run": "category",
-    "configuration": "category",
-    "task_id": "string",
-    "outcome": OUTCOMES,
-    "reward": "Int64",
-    "reason": "string",
-}
+class Column:
+    """A table's column: its name, the declared field it holds, and that field's key where
+    the artifact names it otherwise."""
+
+    __slots__ = ("dtype", "field", "key", "name")
+
+    def __init__(self, name: str, field: Field, key: str | None = None) -> None:
+        self.name, self.field, self.key = name, field, key or field.name
+        # a letter display (a list of letters) is shown as its text, as the report shows it
+        self.dtype = "string" if field.type == LETTERS else field.dtype
+
+
+def _scalar(field: Field) -> bool:
+    return field.type in (str, int, float, bool) or field.type == LETTERS
+
+
+def _columns(source: Shape | Kind | Table, *names: str, rename=None, rest: bool = True):
+    """Columns from a declaration's scalar fields: `names` first, in that order (every scalar
+    field, in declared order, when none is named), then, with `rest`, every other scalar field
+    in declared order, so that a field added to the declaration becomes a column."""
+    fields = source.fields
+    by_name = {f.name: f for f in fields}
+    chosen = list(names) or [f.name for f in fields if _scalar(f)]
+    if rest:
+        chosen += [f.name for f in fields if _scalar(f) and f.name not in chosen]
+    rename = rename or {}
+    return [Column(rename.get(name, name), by_name[name], name) for name in chosen]
+
+
+def _one(source: Shape | Kind | Table, key: str, name: str | None = None) -> list[Column]:
+    return [Column(name or key, source.field(key), key)]
+
+
+_CONDITION = _one(SUMMARY, "source_condition") + _one(SUMMARY, "budget_usd")
+# the analysis' clustered interval ("clustered": {...}) -> the frame's columns
+_CLUSTERED = _columns(
+    CLUSTERED_RATE,
+    "se_clustered",
+    "df",
+    "clusters",
+    "low",
+    "high",
+    "design_effect",
+    rename={
+        "se_clustered": "clustered_standard_error",
+        "df": "clustered_df",
+        "clusters": "clustered_sources",
+        "low": "clustered_low",
+        "high": "clustered_high",
+    },
+    rest=False,
+)
+_BOUNDS_INTERVAL = [
+    Column("errors_clustered_low", INTERVAL.field("low"), "low"),
+    Column("errors_clustered_high", INTERVAL.field("high"), "high"),
+]
+_WILSON = _columns(ANALYSIS_ROW, "wilson_low", "wilson_high", "standard_error", rest=False)
+# any other number the analysis gives a model beside the summary's row: its own column
+_ANALYSIS_MORE = [
+    c
+    for c in _columns(ANALYSIS_ROW)
+    if c.name not in LEADERBOARD_ROW.names and c.name not in {w.name for w in _WILSON}
+]
+_RESOLVED = [
+    Column(f"{key}_errors_{way}", RESOLVED.field(key), key)
+    for way in ("favour_a", "favour_b")
+    for key in ("p_exact", "p_sign_flip_holm")
+]
+_RUN = _one(RUN_SUMMARY, "run")
 # from the run's summary, not its csv: the configuration's protocol-conformance certificate
 # (<NA> for verdicts and for runs imported before certificates existed)
-_FROM_SUMMARY = {"conformant": "boolean"}
-_ATTEMPTS = {
-    **_RUN_COMMON,
-    "cost_usd": "Float64",
-    "agent": "string",
-    "agent_version": "string",
-    "model": "string",
-    "trial_name": "string",
-    "job_id": "string",
-    "trial_dir": "string",
-    **_FROM_SUMMARY,
-}
-_OUTCOMES = {
-    **_RUN_COMMON,
-    "attempts": "Int64",
-    "accepted_attempts": "Int64",
-    "cost_usd": "Float64",
-    "agent": "string",
-    "agent_version": "string",
-    "model": "string",
-    "trial_dirs": "string",
-    **_FROM_SUMMARY,
+_FROM_SUMMARY = _one(CONFIGURATION, "conformant")
+SPECS: dict[str, list[Column]] = {
+    "tasks": [
+        *_one(TASK, "task_id"),
+        *_one(TASK, "source_id"),
+        *_one(SOURCE, "title", "source_title"),
+        *_columns(TASK, *(f.name for f in TASK.fields if f.name not in ("task_id", "source_id"))),
+    ],
+    "official_results": [
+        *_one(MODEL_IMPORT, "model"),
+        *_one(MODEL_IMPORT, "display_name"),
+        *_one(MODEL_IMPORT, "source_condition"),
+        *_one(MODEL_IMPORT, "budget_usd"),
+        *_columns(TASK_RESULT),
+        Column("over_budget", Field("over_budget", bool, doc="in the import's budget audit")),
+    ],
+    "leaderboard": [
+        *_CONDITION,
+        *_columns(LEADERBOARD_ROW),
+        *_one(ANALYSIS, "confidence"),
+        *_WILSON,
+        *_ANALYSIS_MORE,
+        *_CLUSTERED,
+        *_BOUNDS_INTERVAL,
+    ],
+    "comparisons": [
+        *_CONDITION,
+        *_one(ANALYSIS, "confidence"),
+        *_columns(
+            PAIR,
+            "a",
+            "b",
+            "tasks",
+            "both",
+            "only_a",
+            "only_b",
+            "neither",
+            "difference_difference",
+            "difference_standard_error",
+            "difference_low",
+            "difference_high",
+            "p_sign_flip",
+            "p_sign_flip_holm",
+            "significant",
+            "p_exact",
+            "p_holm",
+            "significant_tasks_as_unit",
+            rename={"difference_difference": "difference"},
+        ),
+        *_CLUSTERED,
+        *_RESOLVED,
+        Column(
+            "infrastructure_marked", PAIR.field("infrastructure").type.field("marked"), "marked"
+        ),
+    ],
+    "run_attempts": [*_RUN, *_columns(ATTEMPTS, rest=False), *_FROM_SUMMARY],
+    "run_outcomes": [*_RUN, *_columns(OUTCOMES, rest=False), *_FROM_SUMMARY],
+    "official_failures": [
+        *_one(FAILURE_ANATOMY, "source_condition"),
+        *_one(FAILURE_ANATOMY, "budget_usd"),
+        *_one(MODEL_IMPORT, "model"),
+        *_one(MODEL_IMPORT, "display_name"),
+        *_columns(FAILED_TASK, rename={"class": "failure_class"}),
+    ],
+    "run_failures": [
+        *_RUN,
+        *_one(CONFIGURATION, "configuration"),
+        *_columns(LOCAL_FAILED_TASK, rename={"class": "failure_class"}),
+    ],
+    "task_table": [
+        *_one(TASK_TABLE, "source_condition"),
+        *_one(TASK_TABLE, "budget_usd"),
+        *_columns(TASK_ROW),
+    ],
 }
 COLUMNS: dict[str, dict[str, object]] = {
-    "tasks": _TASKS,
-    "official_results": _OFFICIAL,
-    "leaderboard": _LEADERBOARD,
-    "comparisons": _COMPARISONS,
-    "run_attempts": _ATTEMPTS,
-    "run_outcomes": _OUTCOMES,
+    table: {c.name: c.dtype for c in columns} for table, columns in SPECS.items()
 }
-assert [c for c in _ATTEMPTS if c != "run" and c not in _FROM_SUMMARY] == ATTEMPT_COLUMNS
-assert [c for c in _OUTCOMES if c != "run" and c not in _FROM_SUMMARY] == OUTCOME_COLUMNS
+# a run table's csv holds the Table's columns: the run and the certificate come from its summary
+_CSV: dict[str, Table] = {"run_attempts": ATTEMPTS, "run_outcomes": OUTCOMES}
 
 
 # --- finding artifacts ----------------------------------------------------------------------
@@ -246,8 +305,7 @@ def _revision_of(data: dict) -> str | None:
 
 
 def _parse(path: Path) -> object:
-    data = read_regular_file(path, "artifact", max_bytes=MAX_ARTIFACT_BYTES)
-    assert data is not None
+    data = read_file_once(os.fspath(path), "artifact", MAX_ARTIFACT_BYTES)
     return parse_json_bytes(data, str(path), "artifact")
 
 
@@ -293,28 +351,33 @@ class Folder:
     def _unreadable(self, exc: OSError) -> None:
         raise AfbenchError(f"cannot list folder: {exc.strerror}", file=exc.filename)
 
-    def of_kind(self, kind: str) -> list[Artifact]:
-        return [a for a in self.artifacts if a.kind == kind]
+    def of_kind(self, kind: Kind | str) -> list[Artifact]:
+        name = kind.name if isinstance(kind, Kind) else kind
+        return [a for a in self.artifacts if a.kind == name]
 
     def read(self, artifact: Artifact, keep: bool = True) -> dict:
-        """The whole artifact, its kind and schema version checked; kept for the next call
-        unless `keep` is false (a model import: read once, its records made a frame)."""
+        """The whole artifact, read through its kind's declaration (schema version and every
+        field's type); kept for the next call unless `keep` is false (a model import: read
+        once, its records made a frame)."""
         if artifact.path in self._data:
             return self._data[artifact.path]
-        data = _parse(artifact.path)
         file = str(artifact.path)
-        if not isinstance(data, dict) or data.get("kind") != artifact.kind:
+        declared = KINDS.get(artifact.kind)
+        if declared is None:
+            raise AfbenchError(
+                "an artifact kind this afbench does not know; rebuild it",
+                file=file,
+                field="kind",
+                expected=" or ".join(sorted(KINDS)),
+                found=artifact.kind,
+            )
+        raw = read_file_once(os.fspath(artifact.path), "artifact", MAX_ARTIFACT_BYTES)
+        found = _KIND_FIRST.match(raw[:HEAD_BYTES])
+        if found is not None and json.loads(found.group(1)) != artifact.kind:
             raise AfbenchError(
                 "artifact changed while being read", file=file, expected=artifact.kind
             )
-        if data.get("schema_version") != SCHEMA_VERSION:
-            raise AfbenchError(
-                "artifact written by an incompatible afbench; rebuild it",
-                file=file,
-                field="schema_version",
-                expected=SCHEMA_VERSION,
-                found=data.get("schema_version"),
-            )
+        data = lines.parse(declared, raw, file)  # by its layout when afbench wrote it so
         if _revision_of(data) != artifact.revision:
             raise AfbenchError(
                 "artifact's release revision is not the one its first bytes give",
@@ -327,23 +390,23 @@ class Folder:
             self._data[artifact.path] = data
         return data
 
-    def need(self, kind: str, what: str, command: str) -> list[Artifact]:
+    def need(self, kind: Kind, what: str, command: str) -> list[Artifact]:
         found = self.of_kind(kind)
         if not found:
             raise AfbenchError(
                 f"no {what} in this folder",
                 file=str(self.root),
-                expected=f"an artifact of kind '{kind}', as `afbench {command}` writes",
+                expected=f"an artifact of kind '{kind.name}', as `afbench {command}` writes",
             )
         return found
 
-    def one(self, kind: str, what: str, command: str) -> Artifact:
+    def one(self, kind: Kind, what: str, command: str) -> Artifact:
         found = self.need(kind, what, command)
         if len(found) > 1:
             raise AfbenchError(
                 f"{len(found)} {what}s in this folder; give the folder of one",
                 file=str(self.root),
-                expected=f"one artifact of kind '{kind}'",
+                expected=f"one artifact of kind '{kind.name}'",
                 found=", ".join(str(a.path) for a in found),
             )
         return found[0]
@@ -366,69 +429,6 @@ def _folder(root: str | os.PathLike | Folder) -> Folder:
     return root if isinstance(root, Folder) else Folder(root)
 
 
-class _Reader:
-    """Fields of one artifact, each missing or mistyped one a clear error naming the file."""
-
-    def __init__(self, artifact: Artifact) -> None:
-        self.file = str(artifact.path)
-
-    def get(self, obj: object, key: str, types: type | tuple, where: str = "") -> object:
-        field = f"{where}{key}"
-        if not isinstance(obj, dict) or key not in obj:
-            raise AfbenchError("artifact lacks a field", file=self.file, field=field)
-        value = obj[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in _tuple(types)):
-            raise AfbenchError(
-                "artifact field has the wrong type",
-                file=self.file,
-                field=field,
-                expected=" or ".join(t.__name__ for t in _tuple(types)),
-                found=type(value).__name__,
-            )
-        return value
-
-    def row(self, obj: object, spec: dict[str, type | tuple], where: str) -> dict:
-        return {key: self.get(obj, key, types, where) for key, types in spec.items()}
-
-    def table(self, items: object, spec: dict[str, type | tuple], where: str) -> pd.DataFrame:
-        """A list of objects as columns, each value's JSON type checked (one pass a column)."""
-        if not isinstance(items, list):
-            raise AfbenchError(
-                "artifact field has the wrong type", file=self.file, field=where, expected="list"
-            )
-        for i, item in enumerate(items):
-            if type(item) is not dict:
-                raise AfbenchError(
-                    "artifact field has the wrong type",
-                    file=self.file,
-                    field=f"{where}[{i}]",
-                    expected="object",
-                    found=type(item).__name__,
-                )
-        columns = {}
-        for key, types in spec.items():
-            values = [item.get(key, _MISSING) for item in items]
-            allowed = set(_tuple(types))
-            if not set(map(type, values)) <= allowed:
-                i = next(i for i, v in enumerate(values) if type(v) not in allowed)
-                self.get(items[i], key, types, f"{where}[{i}].")  # raises, naming the field
-            columns[key] = values
-        return pd.DataFrame(columns, columns=list(spec), index=pd.RangeIndex(len(items)))
-
-
-_MISSING = object()
-
-
-def _tuple(types: type | tuple) -> tuple:
-    return types if isinstance(types, tuple) else (types,)
-
-
-NUMBER = (int, float)
-OPT_NUMBER = (int, float, type(None))
-OPT_STR = (str, type(None))
-
-
-# --- typing ---------------------------------------------------------------------------------
 def _dtype(spec: object, values: pd.Series) -> object:
     if isinstance(spec, tuple):
         return pd.CategoricalDtype(list(spec))
@@ -452,49 +452,40 @@ def typed(rows: list[dict] | pd.DataFrame, table: str) -> pd.DataFrame:
     return pd.DataFrame(out, index=pd.RangeIndex(len(raw)))
 
 
+def _values(records: list[dict], columns: list[Column]) -> dict[str, list]:
+    """Each column's values from records of a declared shape (read through it: every key
+    there, of its type), the letter displays as their text."""
+    from .stats import letters_text
+
+    out = {}
+    for c in columns:
+        values = (
+            [r.get(c.key) for r in records] if c.field.optional else [r[c.key] for r in records]
+        )
+        out[c.name] = list(map(letters_text, values)) if c.field.type == LETTERS else values
+    return out
+
+
 # --- the tables -----------------------------------------------------------------------------
 def tasks(root: str | os.PathLike | Folder) -> pd.DataFrame:
     """One row per task of the catalog (MANIFEST order)."""
     folder = _folder(root)
     artifact = folder.one(CATALOG, "task catalog", "tasks")
-    data, r = folder.read(artifact), _Reader(artifact)
-    titles = {}
-    for i, source in enumerate(r.get(data, "sources", list)):
-        sid = r.get(source, "source_id", str, f"sources[{i}].")
-        titles[sid] = r.get(source, "title", str, f"sources[{i}].")
-    spec = {
-        "task_id": str,
-        "source_id": str,
-        "source_ref": str,
-        "target_declaration": str,
-        "n_obligations": int,
-        "workspace": str,
-        "workspace_url": str,
-    }
-    rows = r.table(r.get(data, "tasks", list), spec, "tasks")
+    data = folder.read(artifact)
+    titles = {source["source_id"]: source["title"] for source in data["sources"]}
+    columns = [c for c in SPECS["tasks"] if c.name != "source_title"]
+    rows = pd.DataFrame(_values(data["tasks"], columns), index=pd.RangeIndex(len(data["tasks"])))
     rows["source_title"] = rows["source_id"].map(titles)
     unknown = rows.index[rows["source_title"].isna()]
     if len(unknown):
         raise AfbenchError(
             "task's source is not among the catalog's sources",
-            file=r.file,
+            file=str(artifact.path),
             field=f"tasks[{unknown[0]}].source_id",
             expected="a source_id of the catalog's sources",
             found=rows["source_id"].iloc[unknown[0]],
         )
     return folder.frame(rows, "tasks", [artifact])
-
-
-_RECORD = {
-    "task_id": str,
-    "source_id": str,
-    "success": bool,
-    "n_obligations": int,
-    "obligations_accepted": int,
-    "cost_usd": OPT_NUMBER,
-    "stop_reason": str,
-    "finished_at": OPT_STR,
-}
 
 
 def _unique(items: Iterable[tuple[tuple, Artifact, object]], what: str) -> list[tuple]:
@@ -522,9 +513,8 @@ def _by_condition(folder: Folder, found: list[Artifact], what: str) -> list[tupl
     """(source condition, budget), artifact, data: one artifact per condition and budget."""
 
     def keyed(artifact: Artifact) -> tuple:
-        data, r = folder.read(artifact), _Reader(artifact)
-        key = (r.get(data, "source_condition", str), float(r.get(data, "budget_usd", NUMBER)))
-        return key, artifact, data
+        data = folder.read(artifact)
+        return (data["source_condition"], float(data["budget_usd"])), artifact, data
 
     return _unique(map(keyed, found), what)
 
@@ -539,25 +529,23 @@ def official_results(root: str | os.PathLike | Folder) -> pd.DataFrame:
     return folder.frame(rows, "official_results", [a for _, a, _ in parts])
 
 
+_RESULT_COLUMNS = _columns(TASK_RESULT)
+
+
 def _import_part(folder: Folder, artifact: Artifact) -> tuple[tuple, Artifact, pd.DataFrame]:
     """One model import's records as plain columns, keyed by (condition, budget, model)."""
-    data, r = folder.read(artifact, keep=False), _Reader(artifact)
-    condition = r.get(data, "source_condition", str)
-    budget = float(r.get(data, "budget_usd", NUMBER))
-    model = r.get(data, "model", str)
-    audit = r.get(data, "budget_audit", dict)
-    over = {
-        r.get(o, "task_id", str, "budget_audit.over_budget.")
-        for o in r.get(audit, "over_budget", list, "budget_audit.")
-    }
-    part = r.table(r.get(data, "records", list), _RECORD, "records")
+    data = folder.read(artifact, keep=False)
+    condition, budget, model = data["source_condition"], float(data["budget_usd"]), data["model"]
+    over = {o["task_id"] for o in data["budget_audit"]["over_budget"]}
+    records = data["records"]
+    part = pd.DataFrame(_values(records, _RESULT_COLUMNS), index=pd.RangeIndex(len(records)))
     part.insert(0, "model", model)
-    part.insert(1, "display_name", r.get(data, "display_name", str))
+    part.insert(1, "display_name", data["display_name"])
     part.insert(2, "source_condition", condition)
     part.insert(3, "budget_usd", budget)
     part["over_budget"] = part["task_id"].isin(over).astype(object)
     part.loc[part["cost_usd"].isna(), "over_budget"] = None
-    _check_finished(part, r.file)
+    _check_finished(part, str(artifact.path))
     return (condition, budget, model), artifact, part
 
 
@@ -575,40 +563,9 @@ def _check_finished(part: pd.DataFrame, file: str) -> None:
         )
 
 
-_BOARD = {
-    "rank": int,
-    "model": str,
-    "display_name": str,
-    "passes": int,
-    "tasks": int,
-    "success_rate": NUMBER,
-    "mean_cost_usd": NUMBER,
-    "cost_per_solved_usd": OPT_NUMBER,
-    "infrastructure_errors": int,
-    "over_budget_records": int,
-    "leader_tier": bool,
-    "letters": list,
-    "passes_errors_as_successes": int,
-    "success_rate_errors_as_successes": NUMBER,
-    "published_passes": (int, type(None)),
-    "matches_published": (bool, type(None)),
-}
-_WILSON = {"wilson_low": NUMBER, "wilson_high": NUMBER, "standard_error": NUMBER}
-# the analysis' clustered interval ("clustered": {...}) -> the frame's columns
-_CLUSTERED = {
-    "se_clustered": ("clustered_standard_error", NUMBER),
-    "low": ("clustered_low", NUMBER),
-    "high": ("clustered_high", NUMBER),
-    "design_effect": ("design_effect", OPT_NUMBER),
-}
-
-
-def _clustered(r: _Reader, row: dict, where: str) -> dict:
-    clustered = r.get(row, "clustered", dict, where)
-    return {
-        column: r.get(clustered, key, types, f"{where}clustered.")
-        for key, (column, types) in _CLUSTERED.items()
-    }
+def _cells(row: dict, columns: list[Column]) -> dict:
+    """One record's columns."""
+    return {name: values[0] for name, values in _values([row], columns).items()}
 
 
 def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
@@ -624,15 +581,10 @@ def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
         key: artifact
         for key, artifact, _ in _by_condition(folder, folder.of_kind(ANALYSIS), "report analyses")
     }
+    board_columns = _columns(LEADERBOARD_ROW)
     rows, used = [], [artifact for _, artifact, _ in summaries]
-    for key, artifact, data in summaries:
-        r = _Reader(artifact)
-        board = [
-            r.row(row, _BOARD, f"leaderboard[{i}].")
-            for i, row in enumerate(r.get(data, "leaderboard", list))
-        ]
-        for i, row in enumerate(board):
-            row["letters"] = _letters(r, row["letters"], f"leaderboard[{i}].letters")
+    for key, _, data in summaries:
+        board = data["leaderboard"]
         intervals = {}
         analysis = analyses.pop(key, None)
         if analysis is not None:
@@ -643,7 +595,7 @@ def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
                 {
                     "source_condition": key[0],
                     "budget_usd": key[1],
-                    **row,
+                    **_cells(row, board_columns),
                     **intervals.get(row["model"], {}),
                 }
             )
@@ -657,101 +609,67 @@ def leaderboard(root: str | os.PathLike | Folder) -> pd.DataFrame:
 
 
 def _intervals(folder: Folder, artifact: Artifact, board: list[dict]) -> dict[str, dict]:
-    """Per model: the analysis' confidence, Wilson interval and standard error; refused unless
-    the analysis shows the summary's models and passes (a report of another comparison)."""
-    data, r = folder.read(artifact), _Reader(artifact)
-    confidence = r.get(data, "confidence", NUMBER)
-    spec = {"model": str, "passes": int, "tasks": int, **_WILSON}
-    shown = {
-        row["model"]: row
-        for row in (
-            r.row(x, spec, f"leaderboard[{i}].")
-            for i, x in enumerate(r.get(data, "leaderboard", list))
-        )
-    }
+    """Per model: the analysis' confidence, Wilson interval and standard error, and its
+    clustered intervals; refused unless the analysis shows the summary's models and passes (a
+    report of another comparison)."""
+    data = folder.read(artifact)
+    shown = {row["model"]: row for row in data["leaderboard"]}
     expected = {row["model"]: (row["passes"], row["tasks"]) for row in board}
     found = {m: (row["passes"], row["tasks"]) for m, row in shown.items()}
     if found != expected:
         raise AfbenchError(
             "the report's analysis does not come from the comparison summary in this folder "
             "(an older report?): build the report again",
-            file=r.file,
+            file=str(artifact.path),
             field="leaderboard",
             expected=f"models and passes {sorted(expected.items())}",
             found=f"{sorted(found.items())}",
         )
-    clustered = {
-        x["model"]: _clustered(r, x, f"leaderboard[{i}].")
-        for i, x in enumerate(r.get(data, "leaderboard", list))
-    }
     return {
-        m: {"confidence": confidence, **{k: row[k] for k in _WILSON}, **clustered[m]}
-        for m, row in shown.items()
+        model: {
+            "confidence": data["confidence"],
+            **_cells(row, _WILSON),
+            **_cells(row, _ANALYSIS_MORE),
+            **_cells(row["clustered"], _CLUSTERED),
+            **_cells(row["infrastructure_bounds"]["clustered"], _BOUNDS_INTERVAL),
+        }
+        for model, row in shown.items()
     }
 
 
-def _letters(r: _Reader, letters: list, where: str) -> str:
-    from .analysis import letters_text
-
-    if not letters or not all(isinstance(x, str) and x.isalpha() for x in letters):
-        raise AfbenchError(
-            "artifact field has the wrong type", file=r.file, field=where, expected="letters"
-        )
-    return letters_text(letters)
-
-
-_PAIR = {
-    "a": str,
-    "b": str,
-    "tasks": int,
-    "both": int,
-    "only_a": int,
-    "only_b": int,
-    "neither": int,
-    "difference_difference": NUMBER,
-    "difference_standard_error": NUMBER,
-    "difference_low": NUMBER,
-    "difference_high": NUMBER,
-    "p_exact": NUMBER,
-    "p_holm": NUMBER,
-    "significant": bool,
-}
+_PAIR_COLUMNS = [c for c in SPECS["comparisons"] if c.field in PAIR.fields]
 
 
 def comparisons(root: str | os.PathLike | Folder) -> pd.DataFrame:
     """The report's paired comparisons: one row per pair of models (a ranked above b), with
     the discordant counts, the paired difference in success rate (a - b) and its interval,
-    the same difference's clustered interval over sources and design effect, the exact
-    McNemar p-value and its Holm adjustment, and the unadjusted p with the two models'
-    infrastructure errors resolved in favour of a, then of b (marked when one crosses alpha)."""
+    the same difference's clustered (CR2) interval over sources with its degrees of freedom
+    and design effect, the sign-flip test over sources (p, Holm, `significant`: the decision
+    the report shows) and the exact McNemar test over tasks (p, Holm,
+    significant_tasks_as_unit), and with the two models' infrastructure errors resolved in
+    favour of a, then of b: the exact p and the recomputed Holm sign-flip p (marked when the
+    decision shown flips)."""
     folder = _folder(root)
     found = folder.need(ANALYSIS, "report analysis", "report")
     analyses = _by_condition(folder, found, "report analyses")
     rows = []
-    for (condition, budget), artifact, data in analyses:
-        r = _Reader(artifact)
-        confidence = r.get(data, "confidence", NUMBER)
-        pairs = r.get(r.get(data, "paired", dict), "pairs", list, "paired.")
-        for i, pair in enumerate(pairs):
-            where = f"paired.pairs[{i}]."
-            row = r.row(pair, _PAIR, where)
-            row["difference"] = row.pop("difference_difference")
-            row.update(_clustered(r, pair, where))
-            infrastructure = r.get(pair, "infrastructure", dict, where)
-            for way in ("favour_a", "favour_b"):
-                resolved = r.get(infrastructure, way, dict, f"{where}infrastructure.")
-                row[f"p_exact_errors_{way}"] = r.get(
-                    resolved, "p_exact", NUMBER, f"{where}infrastructure.{way}."
-                )
-            row["infrastructure_marked"] = r.get(
-                infrastructure, "marked", bool, f"{where}infrastructure."
-            )
+    for (condition, budget), _, data in analyses:
+        for pair in data["paired"]["pairs"]:
+            infrastructure = pair["infrastructure"]
             rows.append(
                 {
                     "source_condition": condition,
                     "budget_usd": budget,
-                    "confidence": confidence,
-                    **row,
+                    "confidence": data["confidence"],
+                    **_cells(pair, _PAIR_COLUMNS),
+                    **_cells(pair["clustered"], _CLUSTERED),
+                    **{
+                        c.name: infrastructure[way][c.key]
+                        for c, way in zip(
+                            _RESOLVED, ("favour_a", "favour_a", "favour_b", "favour_b"), strict=True
+                        )
+                    },
+                    "infrastructure_marked": infrastructure["marked"],
                 }
             )
     return folder.frame(rows, "comparisons", [artifact for _, artifact, _ in analyses])
@@ -778,29 +696,22 @@ def _runs(folder: Folder) -> list[tuple[Artifact, str, dict]]:
 
     def named(artifact: Artifact) -> tuple:
         data = folder.read(artifact)
-        return (_Reader(artifact).get(data, "run", str),), artifact, data
+        return (data["run"],), artifact, data
 
     return [(a, key[0], data) for key, a, data in _unique(map(named, found), "local runs")]
 
 
 def _run_table(root: str | os.PathLike | Folder, table: str, csv_name: str) -> pd.DataFrame:
     folder = _folder(root)
-    schema = COLUMNS[table]
-    header = [c for c in schema if c != "run" and c not in _FROM_SUMMARY]
+    declared = _CSV[table]
     parts, runs = [], _runs(folder)
     for artifact, run, data in runs:
-        r = _Reader(artifact)
-        configurations = r.get(data, "configurations", list)
-        labels = {r.get(c, "configuration", str, "configurations.") for c in configurations}
-        conformant = {
-            c["configuration"]: r.get(c, "conformant", (bool, type(None)), "configurations.")
-            if "conformant" in c
-            else None
-            for c in configurations
-        }
-        n_tasks = r.get(r.get(data, "selection", dict), "tasks", int, "selection.")
+        configurations = data["configurations"]
+        labels = {c["configuration"] for c in configurations}
+        conformant = {c["configuration"]: c.get("conformant") for c in configurations}
+        n_tasks = data["selection"]["tasks"]
         path = artifact.path.parent / csv_name
-        part = _read_run_csv(path, header, schema)
+        part = _read_run_csv(path, declared)
         file = str(path)
         extra = sorted(set(part["configuration"]) - labels)
         if extra:
@@ -834,12 +745,14 @@ def _unescape(values: pd.Series) -> pd.Series:
     return values.where(~guarded, values[guarded].map(csv_text_value))
 
 
-def _read_run_csv(path: Path, header: list[str], schema: dict) -> pd.DataFrame:
-    """A run csv as plain values, every cell checked: whole numbers, finite numbers, known
-    outcomes, and a reward that is 1 for accepted, 0 for rejected and empty otherwise."""
+def _read_run_csv(path: Path, table: Table) -> pd.DataFrame:
+    """A run csv as plain values, every cell checked against its declared column: whole
+    numbers, finite numbers, a closed set's values, no empty cell where the declaration allows
+    no null, and a reward that is 1 for accepted, 0 for rejected and empty otherwise."""
     file = str(path)
-    data = read_regular_file(path, "run table", max_bytes=MAX_ARTIFACT_BYTES)
+    data = read_file_once(os.fspath(path), "run table", MAX_ARTIFACT_BYTES)
     assert data is not None
+    header = table.columns
     try:
         text = data.decode("utf-8-sig")
         raw = pd.read_csv(
@@ -874,8 +787,9 @@ def _read_run_csv(path: Path, header: list[str], schema: dict) -> pd.DataFrame:
                 )
             )
 
-    for column in header:
-        values, spec = raw[column].astype(object), schema[column]
+    for f in table.fields:
+        column, spec = f.name, f.dtype
+        values = raw[column].astype(object)
         empty = values == ""
         if spec == "Int64":
             whole = values.str.fullmatch(r"[0-9]{1,15}").astype(bool)
@@ -888,23 +802,96 @@ def _read_run_csv(path: Path, header: list[str], schema: dict) -> pd.DataFrame:
             out[column] = numbers.astype(object).where(~empty & ~bad, None)
         else:
             out[column] = _unescape(values).where(~empty, None)
+    for f in table.fields:
+        if f.values:
+            what = f"not {'an' if f.name[0] in 'aeiou' else 'a'} {f.name}"
+            refuse(~raw[f.name].isin(f.values), f.name, what, " / ".join(f.values))
     outcome = raw["outcome"]
-    refuse(~outcome.isin(OUTCOMES), "outcome", "not an outcome", " / ".join(OUTCOMES))
+    known = outcome.isin(table.field("outcome").values)
     expected_reward = outcome.map(_REWARD).fillna("")
     refuse(
-        (raw["reward"] != expected_reward) & outcome.isin(OUTCOMES),
+        (raw["reward"] != expected_reward) & known,
         "reward",
         "reward contradicts the outcome (accepted 1, rejected 0, otherwise empty: "
         "an error is never 0)",
         "1 / 0 / empty by outcome",
     )
-    for column in ("configuration", "task_id"):
-        refuse(raw[column] == "", column, "empty value", "a non-empty value")
+    for f in table.fields:
+        if not f.null and not f.values:
+            refuse(raw[f.name] == "", f.name, "empty value", "a non-empty value")
     raise_if(problems)
     return pd.DataFrame(out)
 
 
 # --- the tables together: what a folder has, and export -------------------------------------
+def _part(records: list[dict], columns: list[Column], head: dict) -> pd.DataFrame:
+    """Records of a declared shape as a frame, each row led by the `head` values."""
+    part = pd.DataFrame(_values(records, columns), index=pd.RangeIndex(len(records)))
+    for i, (name, value) in enumerate(head.items()):
+        part.insert(i, name, value)
+    return part
+
+
+def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame | list:
+    return pd.concat(parts, ignore_index=True) if parts else []
+
+
+def official_failures(root: str | os.PathLike | Folder) -> pd.DataFrame:
+    """Every failed task of every official model with its failure class (afbench.anatomy:
+    one class per task, by the stated precedence), its obligations, stop reason and cost."""
+    folder = _folder(root)
+    found = folder.need(FAILURE_ANATOMY, "official failure anatomy", "job analyse-failures")
+    columns = _columns(FAILED_TASK, rename={"class": "failure_class"})
+    rows, used = [], []
+    for (condition, budget), artifact, data in _by_condition(folder, found, "failure anatomies"):
+        used.append(artifact)
+        for model in data["models"]:
+            head = {
+                "source_condition": condition,
+                "budget_usd": budget,
+                "model": model["model"],
+                "display_name": model["display_name"],
+            }
+            rows.append(_part(model["failed_tasks"], columns, head))
+    return folder.frame(_joined(rows), "official_failures", used)
+
+
+def run_failures(root: str | os.PathLike | Folder) -> pd.DataFrame:
+    """Every task a local run configuration did not get accepted, with its failure class and,
+    for an infrastructure failure, the advisory class of its exception types (never a
+    verdict)."""
+    folder = _folder(root)
+    found = folder.need(RUN_FAILURE_ANATOMY, "run failure anatomy", "job analyse-run-failures")
+
+    def named(artifact: Artifact) -> tuple:
+        data = folder.read(artifact)
+        return (data["run"],), artifact, data
+
+    columns = _columns(LOCAL_FAILED_TASK, rename={"class": "failure_class"})
+    rows, used = [], []
+    for (run,), artifact, data in _unique(map(named, found), "run failure anatomies"):
+        used.append(artifact)
+        for config in data["configurations"]:
+            head = {"run": run, "configuration": config["configuration"]}
+            rows.append(_part(config["failed_tasks"], columns, head))
+    return folder.frame(_joined(rows), "run_failures", used)
+
+
+def task_table(root: str | os.PathLike | Folder) -> pd.DataFrame:
+    """The task table (afbench.items): per task its solves, discrimination, Rasch difficulty
+    with its posterior SD (<NA> when the shuffled controls fitted as well), and whether it is
+    in the discriminative subset."""
+    folder = _folder(root)
+    found = folder.need(TASK_TABLE, "task table", "job analyse-tasks")
+    columns = _columns(TASK_ROW)
+    rows, used = [], []
+    for (condition, budget), artifact, data in _by_condition(folder, found, "task tables"):
+        used.append(artifact)
+        head = {"source_condition": condition, "budget_usd": budget}
+        rows.append(_part(data["tasks"], columns, head))
+    return folder.frame(_joined(rows), "task_table", used)
+
+
 TABLES: dict[str, Callable[[str | os.PathLike | Folder], pd.DataFrame]] = {
     "tasks": tasks,
     "official_results": official_results,
@@ -912,15 +899,23 @@ TABLES: dict[str, Callable[[str | os.PathLike | Folder], pd.DataFrame]] = {
     "comparisons": comparisons,
     "run_attempts": run_attempts,
     "run_outcomes": run_outcomes,
+    "official_failures": official_failures,
+    "run_failures": run_failures,
+    "task_table": task_table,
 }
-_SOURCE_KIND = {
+_SOURCE_KIND: dict[str, Kind] = {
     "tasks": CATALOG,
     "official_results": MODEL_IMPORT,
     "leaderboard": SUMMARY,
     "comparisons": ANALYSIS,
     "run_attempts": RUN_SUMMARY,
     "run_outcomes": RUN_SUMMARY,
+    "official_failures": FAILURE_ANATOMY,
+    "run_failures": RUN_FAILURE_ANATOMY,
+    "task_table": TASK_TABLE,
 }
+assert list(TABLES) == list(SPECS) == list(_SOURCE_KIND)
+
 FORMATS = ("csv", "parquet")
 PARQUET_EXTRA = "pip install 'afbench[parquet]' (pyarrow)"
 
@@ -1050,7 +1045,7 @@ def _holds_manifest(folder: str) -> bool:
             found = _sniff(Path(path))
         except AfbenchError:
             continue
-        if found is not None and found.kind == ARTIFACT_MANIFEST:
+        if found is not None and found.kind == ARTIFACT_MANIFEST.name:
             return True
     return False
 

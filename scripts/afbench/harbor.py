@@ -1,9 +1,11 @@
-"""Every fact afbench relies on about Harbor 0.22.0, the release's pinned harness, in one place:
-its agents, the agents that call no model, its environment types, the upstream per-task
-timeouts, the trial-config settings with the defaults Harbor applies, and how it computes a
-trial's task checksum. Checked against the harbor 0.22.0 wheel (its CLI,
-harbor/models/environment_type.py, harbor/models/trial/config.py, harbor/models/task/task.py)
-and the dirhash 0.5.0 wheel it depends on.
+"""Every fact afbench relies on about Harbor in one place: of 0.22.0, the release's pinned
+harness, its agents, the agents that call no model, its environment types, the upstream
+per-task timeouts, the trial-config settings with the defaults Harbor applies, and how it
+computes a trial's task checksum (checked against the harbor 0.22.0 wheel: its CLI,
+harbor/models/environment_type.py, harbor/models/trial/config.py, harbor/models/task/task.py,
+and the dirhash 0.5.0 wheel it depends on); and, for reading job folders of Harbor 0.22.0 to
+0.26.0, Harbor's own error policy (which exceptions leave a valid reward), as its 0.25.0 and
+0.26.0 wheels define it, and which of the two reads a folder of each version.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from .errors import AfbenchError
 
@@ -152,6 +156,16 @@ TRIAL_SETTINGS: dict[str, object] = {
     "environment.extra_allowed_hosts": [],
     "verifier.override_timeout_sec": None,
     "verifier.max_timeout_sec": None,
+    # Harbor >= 0.25: a job's changes to the error policy below, per exception type
+    "override_error_policy": {},
+}
+# The timeout multipliers: the overall one, and each phase's own (None: the overall one
+# applies), with the short name a configuration label gives each phase
+TIMEOUT_MULTIPLIERS = {
+    "agent_timeout_multiplier": "agent",
+    "verifier_timeout_multiplier": "verifier",
+    "agent_setup_timeout_multiplier": "setup",
+    "environment_build_timeout_multiplier": "build",
 }
 # How a trial was verified, with Harbor's defaults: `--disable-verification`, `--verifier`,
 # `--verifier-kwarg` and `--ve` (Harbor leaves the last three out of a config that does not set
@@ -271,3 +285,157 @@ def task_checksum(task_dir: Path) -> str:
     if checksum is None:
         raise AfbenchError("the task folder holds no file", file=str(task_dir))
     return checksum
+
+
+# --- Harbor's error policy ------------------------------------------------------------------------
+# Harbor >= 0.25 classifies every failure by its exception_type in one table
+# (harbor/models/trial/error_policy.py: "Retry, verification, job aggregation, and API outcomes
+# derive from this table"): whether Harbor retries it, whether it still grades the trial, and
+# whether the reward it then records is a valid measurement of the agent. A trial's reward is
+# valid only when it has rewards and every recorded exception (the trial's own, then each
+# step's) has a valid reward (TrialResult.reward_valid). 0.26.0 writes each exception's policy
+# and the trial's reward_valid into result.json; 0.25.0 writes neither; 0.22.0 to 0.24.0 had no
+# table, and graded after any of Harbor's own agent errors all the same.
+
+
+@dataclass(frozen=True)
+class ErrorPolicy:
+    should_retry: bool
+    should_grade: bool
+    has_valid_reward: bool
+
+
+def _table(groups: dict[ErrorPolicy, tuple[str, ...]]) -> MappingProxyType:
+    return MappingProxyType({name: policy for policy, names in groups.items() for name in names})
+
+
+_SANDBOX = (
+    "EnvironmentStartTimeoutError",
+    "SandboxBuildFailedError",
+    "AgentSetupTimeoutError",
+    "HealthcheckError",
+    "SandboxLikelyOutOfMemoryError",
+    "MemoryLimitExceededError",
+    "SSHAccessError",
+    "GKEExecStreamClosedError",
+    "GKEPodNotFoundError",
+    "RuntimeRequestError",
+    "AddTestsDirError",
+    "DownloadVerifierDirError",
+)
+_PROVIDER_RETRIED = (
+    "ApiError",
+    "ApiRateLimitError",
+    "ApiInternalServerError",
+    "ApiOverloadedError",
+    "ApiConnectionClosedError",
+    "ApiResponseStalledError",
+    "UnknownApiError",
+    "NetworkConnectionError",
+    "ApiConnectionError",
+    "ApiUsageLimitError",
+    # litellm's, escaping host-process agents
+    "RateLimitError",
+    "InternalServerError",
+    "ServiceUnavailableError",
+    "APIConnectionError",
+    "APIError",
+    "Timeout",
+)
+_PROVIDER_GRADED = (  # litellm's
+    "BadRequestError",
+    "UnprocessableEntityError",
+    "UnsupportedParamsError",
+    "APIResponseValidationError",
+    "BudgetExceededError",
+)
+_PROVIDER_FATAL = (
+    "AgentAuthenticationError",
+    "ModelNotFoundError",
+    "ApiProviderResourceNotFoundError",
+    # litellm's
+    "AuthenticationError",
+    "PermissionDeniedError",
+    "NotFoundError",
+)
+_HARBOR_FAILED = (
+    "ServiceOperationsUnsupportedError",
+    "VercelScopeError",
+    "DspyImportError",
+    "MissingExtraError",
+    "RegradeError",
+)
+_VERIFIER_FAILED = (
+    "VerifierTimeoutError",
+    "RewardFileNotFoundError",
+    "RewardFileEmptyError",
+    "VerifierOutputParseError",
+)
+_AGENT_EXHAUSTED = (
+    "AgentTimeoutError",
+    "ContextWindowExceededError",
+    "OutputTokenExceededError",
+    "ContextLengthExceededError",
+    "OutputLengthExceededError",
+)
+_AGENT_REFUSED = ("AgentSafetyRefusalError", "ContentPolicyViolationError")
+
+# harbor 0.26.0, harbor/models/trial/error_policy.py, _POLICY_GROUPS and UNKNOWN_ERROR_POLICY
+ERROR_POLICY_0_26 = _table(
+    {
+        ErrorPolicy(True, False, False): _SANDBOX,
+        ErrorPolicy(True, True, False): _PROVIDER_RETRIED,
+        ErrorPolicy(False, True, False): (
+            "UnsupportedModelParametersError",
+            *_PROVIDER_GRADED,
+            *_VERIFIER_FAILED,
+        ),
+        ErrorPolicy(False, False, False): (*_PROVIDER_FATAL, *_HARBOR_FAILED, "CancelledError"),
+        ErrorPolicy(False, True, True): (
+            "NonZeroAgentExitCodeError",
+            *_AGENT_EXHAUSTED,
+            *_AGENT_REFUSED,
+        ),
+    }
+)
+# harbor 0.25.0, the same file: each group has a FailureCause, retry and grade, and the reward is
+# valid only for the causes AGENT_EXHAUSTED_BUDGET and AGENT_REFUSED_TASK (ErrorPolicy.
+# reward_valid), so an unclassified exception, NonZeroAgentExitCodeError among them, leaves no
+# valid reward there and is retried, where 0.26.0 keeps its reward and does not retry it
+ERROR_POLICY_0_25 = _table(
+    {
+        ErrorPolicy(True, False, False): _SANDBOX,
+        ErrorPolicy(True, True, False): (*_PROVIDER_RETRIED, "NonZeroAgentExitCodeError"),
+        ErrorPolicy(False, True, False): (*_PROVIDER_GRADED, *_VERIFIER_FAILED),
+        ErrorPolicy(False, False, False): (*_PROVIDER_FATAL, *_HARBOR_FAILED, "CancelledError"),
+        ErrorPolicy(False, True, True): (*_AGENT_EXHAUSTED, *_AGENT_REFUSED),
+    }
+)
+ERROR_POLICY_TABLES = {
+    "0.26.0": {
+        "policies": ERROR_POLICY_0_26,
+        "unknown": ErrorPolicy(True, True, True),
+        "source": "harbor 0.26.0 (PyPI wheel), harbor/models/trial/error_policy.py",
+    },
+    "0.25.0": {
+        "policies": ERROR_POLICY_0_25,
+        "unknown": ErrorPolicy(True, True, False),
+        "source": "harbor 0.25.0 (PyPI wheel), harbor/models/trial/error_policy.py",
+    },
+}
+VERSION = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+
+
+def error_policy_table(version: str | None) -> str:
+    """The table that reads a job folder written by Harbor `version` (None: unknown): 0.25's
+    own for 0.25.x; 0.26's for every other (0.22.0 to 0.24.x had no table of their own, and
+    0.26.0 writes the policy it applied beside each exception, which is read first)."""
+    if version is not None and version.startswith("0.25."):
+        return "0.25.0"
+    return "0.26.0"
+
+
+def error_policy(exception_type: str, table: str) -> ErrorPolicy:
+    """Harbor's policy for an exception type, as the named table has it."""
+    chosen = ERROR_POLICY_TABLES[table]
+    return chosen["policies"].get(exception_type, chosen["unknown"])

@@ -3,157 +3,508 @@ any node), and the cost-ledger artifact a rule writes from it at the end.
 
 The live ledger is a JSON-lines file beside the Harbor jobs folder, appended to only while its
 lock (locking.held, a POSIX lock on `<ledger>.lock`) is held, so concurrent trial jobs never
-interleave. Each trial adds `start` before its `harbor run` (with the worst case it may spend:
-the release's nominal budget per task for an agent that may call a model, 0 for nop and
-oracle) and `finish` after it (the cost Harbor reports, `agent_result.cost_usd`, summed over
-the job's trials); a trial refused at the ceiling adds `refused`. A trial's state is its last
-start or finish: spent is the sum of finished costs, and every start without a finish (running,
-or interrupted and never finished) still counts at its worst case. A new trial starts only if
-spent + those worst cases + its own stay within the ceiling.
+interleave. Each trial reserves its cap before Harbor starts (`start`, with `worst_case_usd`:
+the trial's declared cap for an agent that may call a model, 0 for nop and oracle), and closes
+the reservation with exactly one of:
 
-A finished trial whose agent may call a model but reports no cost is counted at the nominal
-budget (its spend is unknown, so it is taken at its worst case) and marked `cost_reported:
-false`. What a trial spent before an interruption is not in Harbor's results and so not here.
+- `finish`: what Harbor reports it spent (`agent_result.cost_usd`, summed over the job's
+  trials; an agent that may call a model and reports nothing counts at its cap), or what
+  afbench saw it spend while it ran, whichever is more; beyond the cap it is an overshoot;
+- `released`: the trial never reached Harbor (its export failed, the engine did not answer,
+  its controller died first), so nothing was spent; the reason is recorded;
+- `interrupted`: the trial reached Harbor and its holder died, or Harbor failed without a
+  result: what it spent is unknown, so its cap stays held for good (`held_usd`).
+
+A trial refused at the ceiling adds `refused`. Spent is the sum of the finished costs, held the
+sum of the interrupted trials' caps, open the reservations not yet closed. A new trial starts
+only if spent + held + open + its own cap stay within the ceiling; a reservation whose
+controller is gone (its lock free, its pid or SLURM job gone) is closed first, by name.
+
+The ledger is an input like any other: read strictly (a regular file, never through a link;
+each line JSON with the fields of its event, typed and in range), and any damage is one error
+naming the file and line, which stops every trial: money is never counted from a ledger that
+cannot be read.
 """
 
 from __future__ import annotations
 
-import json
+import math
+import os
+import re
+from collections.abc import Callable
 from pathlib import Path
 
 from .errors import AfbenchError
-from .locking import append_event, held
-from .records import COST_LEDGER, TRIAL_RECEIPT, read_record, record
+from .fsutil import parse_json_bytes
+from .kinds import COST_LEDGER, TRIAL_RECEIPT
+from .locking import append_event, gone, held, read_bytes
 
 NOTE = (
-    "Costs are what Harbor recorded for each trial (agent_result.cost_usd), summed per job; a "
-    "trial of an agent that may call a model and reports no cost counts at the nominal budget. "
-    "A trial starts only while spent + the worst case of every trial started and not finished "
-    "+ its own worst case stay within the ceiling."
+    "Costs are what Harbor recorded for each trial (agent_result.cost_usd), summed per job, or "
+    "what afbench saw the trial spend while it ran, whichever is more; a trial of an agent "
+    "that may call a model and reports no cost counts at its cap. Each trial reserves its cap "
+    "before it starts, and starts only while spent + held + the reservations of the trials "
+    "running + its own cap stay within the ceiling. A trial that spent more than its cap is an "
+    "overshoot; a trial interrupted after it reached Harbor holds its cap for good (what it "
+    "spent is unknown)."
 )
+WHAT = "cost ledger"
+EVENTS = ("start", "finish", "released", "interrupted", "refused")
+MAX_USD = 1.0e12
+NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
-def _lock_path(ledger: Path) -> Path:
-    return ledger.with_name(ledger.name + ".lock")
+# --- the strict reader ----------------------------------------------------------------------
+def _text(value: object) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= 10_000
+
+
+def _usd(value: object) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and 0 <= value <= MAX_USD
+    )
+
+
+def _count(low: int) -> Callable[[object], bool]:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= 10**9
+
+
+FIELD_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
+    "job_name": (lambda v: isinstance(v, str) and NAME.fullmatch(v) is not None, "a job name"),
+    "task_id": (_text, "a task id"),
+    "attempt": (_count(1), "a whole number >= 1"),
+    "agent": (_text, "an agent name"),
+    "model": (lambda v: v is None or _text(v), "a provider/model or null"),
+    "host": (_text, "a host name"),
+    "pid": (_count(1), "a process id (a whole number >= 1)"),
+    "slurm_job_id": (lambda v: v is None or _text(v), "a SLURM job id or null"),
+    "at": (_text, "a time stamp"),
+    "worst_case_usd": (_usd, "USD, a finite number from 0 to 1e12"),
+    "cost_usd": (_usd, "USD, a finite number from 0 to 1e12"),
+    "cap_usd": (_usd, "USD, a finite number from 0 to 1e12"),
+    "overshoot_usd": (_usd, "USD, a finite number from 0 to 1e12"),
+    "held_usd": (_usd, "USD, a finite number from 0 to 1e12"),
+    "running_cost_usd": (lambda v: v is None or _usd(v), "USD or null"),
+    "cost_reported": (lambda v: isinstance(v, bool), "true or false"),
+    "trials": (_count(0), "a whole number >= 0"),
+    "stopped": (lambda v: v in (None, "cap", "ceiling"), "null, 'cap' or 'ceiling'"),
+    "reason": (_text, "the reason, as text"),
+    "lock": (_text, "the trial's lock file"),
+}
+COMMON = ("job_name", "task_id", "attempt", "agent", "model", "host", "pid", "at")
+REQUIRED = {
+    "start": (*COMMON, "worst_case_usd"),
+    "finish": (*COMMON, "cost_usd", "cost_reported", "trials"),
+    "released": (*COMMON, "reason"),
+    "interrupted": (*COMMON, "held_usd", "reason"),
+    "refused": (*COMMON, "reason"),
+}
+
+
+def _entry(line: bytes, file: str, number: int) -> dict:
+    try:
+        entry = parse_json_bytes(line, file, f"{WHAT} line")
+    except AfbenchError as error:
+        raise AfbenchError(error.problems[0].message, file=file, row=number) from None
+    if not isinstance(entry, dict):
+        raise AfbenchError(
+            "not a cost-ledger entry",
+            file=file,
+            row=number,
+            expected="one JSON object per line, as afbench writes them",
+            found=type(entry).__name__,
+        )
+    event = entry.get("event")
+    if event not in EVENTS:
+        raise AfbenchError(
+            "not a cost-ledger entry",
+            file=file,
+            row=number,
+            field="event",
+            expected=f"one of {', '.join(EVENTS)}",
+            found=str(event)[:100],
+        )
+    for name in REQUIRED[event]:
+        if name not in entry:
+            raise AfbenchError(
+                f"a '{event}' entry lacks a field",
+                file=file,
+                row=number,
+                field=name,
+                expected=FIELD_CHECKS[name][1],
+                found="nothing",
+            )
+    for name, value in entry.items():
+        check = FIELD_CHECKS.get(name)
+        if check is not None and not check[0](value):
+            shown = repr(value) if not isinstance(value, int) else f"{value}"
+            raise AfbenchError(
+                "a cost-ledger field is out of type or range",
+                file=file,
+                row=number,
+                field=name,
+                expected=check[1],
+                found=shown[:100],
+            )
+    return entry
+
+
+# what this process last read of each ledger: its bytes up to the last whole line, how many
+# lines they hold, and their entries. The ledger is only ever appended to, so a reread checks
+# that the file still begins with those bytes and parses only what follows; anything else
+# (a ledger rewritten, truncated, replaced) is read whole again.
+_READ: dict[str, tuple[bytes, int, list[dict]]] = {}
 
 
 def read_entries(ledger: Path) -> list[dict]:
-    """Every entry of the live ledger (none if it does not exist yet)."""
-    try:
-        text = ledger.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return []
-    except OSError as error:
-        raise AfbenchError(
-            f"cannot read the cost ledger: {error.strerror}", file=str(ledger)
-        ) from None
-    entries = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            entry = json.loads(line)
-        except ValueError:
-            entry = None
-        if not isinstance(entry, dict) or entry.get("event") not in ("start", "finish", "refused"):
-            raise AfbenchError(
-                "not a cost-ledger entry",
-                file=str(ledger),
-                row=number,
-                expected="one JSON object per line, as afbench writes them",
-                found=line[:200],
-            )
-        entries.append(entry)
-    return entries
+    """Every entry of the live ledger (none if it does not exist yet), each checked."""
+    data = read_bytes(ledger, WHAT)
+    key = os.path.abspath(ledger)
+    known, lines, entries = _READ.get(key, (b"", 0, []))
+    if not (known and data.startswith(known)):
+        known, lines, entries = b"", 0, []
+    cut = data.rfind(b"\n") + 1
+    fresh = data[len(known) : cut].split(b"\n")[:-1] if cut > len(known) else []
+    whole = entries + [
+        _entry(line, str(ledger), lines + n)
+        for n, line in enumerate(fresh, start=1)
+        if line.strip()
+    ]
+    _READ[key] = (data[:cut], lines + len(fresh), whole)
+    tail = data[cut:]
+    if tail.strip():  # a last line without its newline: read, never kept as known
+        return [*whole, _entry(tail, str(ledger), lines + len(fresh) + 1)]
+    return list(whole)
 
 
+# --- what the ledger says ---------------------------------------------------------------------
 def state(entries: list[dict]) -> dict:
-    """Spent, the worst cases still open (started, not finished), and each job's last state."""
+    """Spent, held and open money, and each job's story: its open reservation (a start not yet
+    closed), its last closing entry (finish, released or interrupted), overshoots."""
+    open_: dict[str, dict] = {}
     last: dict[str, dict] = {}
+    spent = held_usd = 0.0
+    overshoots, interrupted, released, refused = [], [], [], []
     for entry in entries:
-        if entry["event"] in ("start", "finish"):
-            last[entry["job_name"]] = entry
-    spent = sum(e["cost_usd"] for e in last.values() if e["event"] == "finish")
-    open_ = {name: e for name, e in last.items() if e["event"] == "start"}
+        name, event = entry["job_name"], entry["event"]
+        if event == "start":
+            open_[name] = entry  # a start over an open one of the same trial replaces it
+        elif event == "refused":
+            refused.append(entry)
+        else:
+            open_.pop(name, None)
+            last[name] = entry
+            if event == "finish":
+                spent += entry["cost_usd"]
+                if entry.get("overshoot_usd", 0) > 0:
+                    overshoots.append(entry)
+            elif event == "interrupted":
+                held_usd += entry["held_usd"]
+                interrupted.append(entry)
+            else:
+                released.append(entry)
+    reserved = sum(e["worst_case_usd"] for e in open_.values())
     return {
         "spent_usd": round(spent, 6),
-        "open_usd": round(sum(e["worst_case_usd"] for e in open_.values()), 6),
+        "held_usd": round(held_usd, 6),
+        "open_usd": round(reserved, 6),
         "open": sorted(open_),
+        "starts": open_,
         "last": last,
+        "overshoots": overshoots,
+        "interrupted": interrupted,
+        "released": released,
+        "refused": refused,
     }
 
 
-def start(
-    ledger: Path, trial: dict, worst_case_usd: float, ceiling_usd: float | None
-) -> str | None:
-    """Record that `trial` (job_name, task_id, attempt, agent, model) starts, or refuse it:
-    returns the reason when spent + the open worst cases + its own would pass the ceiling."""
-    ledger.parent.mkdir(parents=True, exist_ok=True)
-    with held(_lock_path(ledger), poll_s=0.02):
-        now_state = state(read_entries(ledger))
-        others = now_state["open_usd"]
-        mine = now_state["last"].get(trial["job_name"])
-        if mine is not None and mine["event"] == "start":
-            others -= mine["worst_case_usd"]  # an interrupted start of this very trial
-        total = now_state["spent_usd"] + others + worst_case_usd
-        if ceiling_usd is not None and total > ceiling_usd:
-            reason = (
-                f"cost ceiling: spent USD {now_state['spent_usd']:g} + USD {others:g} for the "
-                f"trials started and not finished + this trial's worst case USD "
-                f"{worst_case_usd:g} = USD {total:g} is over execute.max_cost_usd = "
-                f"{ceiling_usd:g}; not started"
-            )
-            append_event(ledger, {"event": "refused", **trial, "reason": reason})
-            return reason
-        append_event(ledger, {"event": "start", **trial, "worst_case_usd": worst_case_usd})
-    return None
+def finished(now: dict, job_name: str) -> bool:
+    last = now["last"].get(job_name)
+    return job_name not in now["starts"] and last is not None and last["event"] == "finish"
 
 
-def finish(
-    ledger: Path, trial: dict, costs: list[float | None], paid: bool, nominal: float
-) -> dict:
-    """Record what a finished job spent: the sum of its trials' reported costs (an unreported
-    cost counts at the nominal budget for an agent that may call a model, 0 otherwise)."""
-    reported = all(c is not None for c in costs)
-    cost = sum(c if c is not None else (nominal if paid else 0.0) for c in costs)
+def interrupted_unfinished(now: dict, job_name: str) -> dict | None:
+    """The `interrupted` entry that closed this trial's last attempt, unless it ran again."""
+    last = now["last"].get(job_name)
+    if job_name in now["starts"] or last is None or last["event"] != "interrupted":
+        return None
+    return last
+
+
+def committed(now: dict, *, besides: str | None = None) -> float:
+    """What the ledger counts against the ceiling: spent + held + every open reservation
+    (but the one of `besides`)."""
+    mine = now["starts"].get(besides, {}).get("worst_case_usd", 0) if besides else 0
+    return round(now["spent_usd"] + now["held_usd"] + now["open_usd"] - mine, 6)
+
+
+def _jobs_dir(ledger: Path) -> Path:
+    return ledger.with_name(ledger.name.removesuffix(".ledger.jsonl"))
+
+
+def lock_of(ledger: Path, entry: dict) -> Path:
+    """A trial's lock beside its Harbor job folder, found from the ledger's own place and the
+    entry's (checked) job name: a path a ledger line names is shown, never opened."""
+    return _jobs_dir(ledger) / f"{entry['job_name']}.lock"
+
+
+def describe(entry: dict) -> str:
+    slurm = f", SLURM job {entry['slurm_job_id']}" if entry.get("slurm_job_id") else ""
+    return f"host {entry['host']}, pid {entry['pid']}{slurm}, since {entry['at']}"
+
+
+def dead_holds(ledger: Path, now: dict, *, skip: frozenset = frozenset()) -> list[dict]:
+    """The open reservations whose controller is gone (locking.gone), each with what closes
+    it: `released` when Harbor never began its job folder, `interrupted` at its cap when it
+    did (what it spent is unknown)."""
+    found = []
+    for name, entry in sorted(now["starts"].items()):
+        if name in skip:
+            continue
+        why = gone(entry, lock_of(ledger, entry))
+        if why is None:
+            continue
+        job_dir = lock_of(ledger, entry).with_suffix("")
+        reached = job_dir.is_dir() and any(p.is_dir() for p in job_dir.iterdir())
+        found.append(
+            {
+                "entry": entry,
+                "why": why,
+                "event": "interrupted" if reached and entry["worst_case_usd"] else "released",
+                "reached_harbor": reached,
+            }
+        )
+    return found
+
+
+def dead_hold_line(hold: dict) -> str:
+    entry = hold["entry"]
+    if hold["event"] == "released" and not hold["reached_harbor"]:
+        what = "released (Harbor never started its trial: nothing was spent)"
+    elif hold["event"] == "released":
+        what = "released (an agent that calls no model: nothing was spent)"
+    else:
+        what = (
+            f"its cap USD {entry['worst_case_usd']:g} is held for good (it reached Harbor: "
+            "what it spent is unknown)"
+        )
+    return (
+        f"the hold of trial {entry['job_name']} ({describe(entry)}) belongs to a controller "
+        f"that is gone ({hold['why']}): {what}"
+    )
+
+
+def close_dead_holds(ledger: Path, holds: list[dict]) -> None:
+    """Record what closes each dead hold (under the ledger's lock, once: a hold another
+    process closed meanwhile is left alone)."""
+    if not holds:
+        return
     with held(_lock_path(ledger), poll_s=0.02):
-        return append_event(
+        still = state(read_entries(ledger))["starts"]
+        for hold in holds:
+            if still.get(hold["entry"]["job_name"]) == hold["entry"]:
+                _close(ledger, hold)
+
+
+def _close(ledger: Path, hold: dict) -> None:
+    """Write what closes one dead hold (the ledger's lock held)."""
+    entry = hold["entry"]
+    close = {k: entry[k] for k in ("job_name", "task_id", "attempt", "agent", "model")}
+    reason = f"its controller is gone ({describe(entry)}: {hold['why']})"
+    if hold["event"] == "released":
+        _append(ledger, {"event": "released", **close, "reason": reason})
+    else:
+        _append(
             ledger,
             {
-                "event": "finish",
-                **trial,
-                "cost_usd": round(cost, 6),
-                "cost_reported": reported,
-                "trials": len(costs),
+                "event": "interrupted",
+                **close,
+                "held_usd": entry["worst_case_usd"],
+                "reason": reason,
             },
         )
 
 
-def has_finish(ledger: Path, job_name: str) -> bool:
-    last = state(read_entries(ledger))["last"].get(job_name)
-    return last is not None and last["event"] == "finish"
+# --- what the trial jobs write ------------------------------------------------------------------
+def _lock_path(ledger: Path) -> Path:
+    return ledger.with_name(ledger.name + ".lock")
+
+
+def _append(ledger: Path, entry: dict) -> dict:
+    """Add one entry, checked as the reader checks it: never a line it would refuse."""
+    written = append_event(ledger, entry, what=WHAT, check=lambda line: _entry(line, "", 0))
+    return written
+
+
+def start(
+    ledger: Path,
+    trial: dict,
+    worst_case_usd: float,
+    ceiling_usd: float | None,
+    *,
+    lock: Path | None = None,
+) -> str | None:
+    """Reserve `trial`'s cap (job_name, task_id, attempt, agent, model), or refuse it: returns
+    the reason when spent + held + the open reservations + its own would pass the ceiling.
+    Dead holds of other trials are closed first, by name (on standard error)."""
+    import sys
+
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    with held(_lock_path(ledger), poll_s=0.02):
+        now = state(read_entries(ledger))
+        dead = dead_holds(ledger, now, skip=frozenset({trial["job_name"]}))
+        for hold in dead:
+            sys.stderr.write(f"afbench: {dead_hold_line(hold)}\n")
+            _close(ledger, hold)
+        if dead:
+            now = state(read_entries(ledger))
+        others = committed(now, besides=trial["job_name"])
+        total = round(others + worst_case_usd, 6)
+        if ceiling_usd is not None and worst_case_usd and total > ceiling_usd:
+            reason = (
+                f"cost ceiling: spent USD {now['spent_usd']:g} + held USD "
+                f"{now['held_usd']:g} + USD {others - now['spent_usd'] - now['held_usd']:g} "
+                f"for the trials started and not finished + this trial's cap USD "
+                f"{worst_case_usd:g} = USD {total:g} is over execute.max_cost_usd = "
+                f"{ceiling_usd:g}; not started"
+            )
+            _append(ledger, {"event": "refused", **trial, "reason": reason})
+            return reason
+        entry = {"event": "start", **trial, "worst_case_usd": worst_case_usd}
+        if lock is not None:
+            entry["lock"] = str(lock)
+        _append(ledger, entry)
+    return None
+
+
+def refuse(ledger: Path, trial: dict, reason: str) -> None:
+    ledger.parent.mkdir(parents=True, exist_ok=True)
+    with held(_lock_path(ledger), poll_s=0.02):
+        read_entries(ledger)  # a damaged ledger is refused before anything is added to it
+        _append(ledger, {"event": "refused", **trial, "reason": reason})
+
+
+def finish(
+    ledger: Path,
+    trial: dict,
+    costs: list[float | None],
+    paid: bool,
+    cap_usd: float,
+    *,
+    running_cost_usd: float | None = None,
+    stopped: str | None = None,
+) -> dict:
+    """Close the trial's reservation with what it spent: the sum of its trials' reported costs
+    (an unreported cost counts at the cap for an agent that may call a model, 0 otherwise), or
+    the running cost afbench saw, whichever is more; beyond the cap, an overshoot."""
+    reported = all(c is not None for c in costs)
+    cost = sum(c if c is not None else (cap_usd if paid else 0.0) for c in costs)
+    if running_cost_usd is not None:
+        cost = max(cost, running_cost_usd)
+    cost = round(cost, 6)
+    with held(_lock_path(ledger), poll_s=0.02):
+        read_entries(ledger)
+        return _append(
+            ledger,
+            {
+                "event": "finish",
+                **trial,
+                "cost_usd": cost,
+                "cost_reported": reported,
+                "trials": len(costs),
+                "cap_usd": cap_usd,
+                "overshoot_usd": round(max(0.0, cost - cap_usd), 6) if paid else 0.0,
+                "running_cost_usd": running_cost_usd,
+                "stopped": stopped,
+            },
+        )
+
+
+def release(ledger: Path, trial: dict, reason: str) -> None:
+    """Close the trial's reservation: it never reached Harbor, so nothing was spent."""
+    with held(_lock_path(ledger), poll_s=0.02):
+        now = state(read_entries(ledger))
+        if trial["job_name"] in now["starts"]:
+            _append(ledger, {"event": "released", **trial, "reason": reason})
+
+
+def interrupt(ledger: Path, trial: dict, held_usd: float, reason: str) -> bool:
+    """Close the trial's reservation as interrupted after it reached Harbor: `held_usd` (its
+    cap, or what it is known to have spent) stays held for good. False if it was not open."""
+    with held(_lock_path(ledger), poll_s=0.02):
+        now = state(read_entries(ledger))
+        if trial["job_name"] not in now["starts"]:
+            return False
+        _append(
+            ledger,
+            {"event": "interrupted", **trial, "held_usd": round(held_usd, 6), "reason": reason},
+        )
+    return True
+
+
+def allowance(ledger: Path, job_name: str, cap_usd: float, ceiling_usd: float | None) -> float:
+    """What a running trial may spend in all: its cap, or less when what the others committed
+    has grown since it started (a trial that passed its cap unseen): the ceiling minus spent,
+    held and every other open reservation."""
+    if ceiling_usd is None:
+        return cap_usd
+    with held(_lock_path(ledger), poll_s=0.02):
+        now = state(read_entries(ledger))
+    others = committed(now, besides=job_name)
+    return max(0.0, min(cap_usd, ceiling_usd - others))
+
+
+# --- the artifact -------------------------------------------------------------------------------
+def _partial(receipts: list[dict]) -> dict | None:
+    """A partial run's rounds: how many trials of each ran, and how many did not."""
+    rounds: dict[int, dict] = {}
+    for receipt in receipts:
+        number = receipt.get("round")
+        if number is None:
+            continue
+        counts = rounds.setdefault(number, {"round": number, "ran": 0, "not_run": 0})
+        counts["not_run" if receipt.get("refused") else "ran"] += 1
+    if not rounds:
+        return None
+    ordered = [rounds[n] for n in sorted(rounds)]
+    complete = 0
+    for counts in ordered:
+        if counts["not_run"]:
+            break
+        complete = counts["round"]
+    return {"rounds": ordered, "complete_rounds": complete}
 
 
 def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) -> dict:
     """The cost-ledger artifact for the trials of these receipts, from the live ledger."""
-    read = [(str(p), read_record(p, TRIAL_RECEIPT)) for p in receipts]
+    read = [(str(p), TRIAL_RECEIPT.read(p)) for p in receipts]
     if not read:
         raise AfbenchError("no trial receipts given", field="--receipt")
     release = read[0][1]["release"]
-    entries = read_entries(ledger)
-    whole = state(entries)
+    whole = state(read_entries(ledger))
+    held_by_job: dict[str, float] = {}
+    for entry in whole["interrupted"]:
+        held_by_job[entry["job_name"]] = held_by_job.get(entry["job_name"], 0) + entry["held_usd"]
     trials = []
     for _, receipt in read:
         name = receipt["job_name"]
         last = whole["last"].get(name)
+        cost = overshoot = stopped = None
+        reported = None
         if receipt.get("refused"):
-            status, cost, reported = "refused", None, None
+            status = "refused" if receipt.get("action") != "interrupted" else "not run again"
+        elif name in whole["starts"]:
+            status = "started, not finished"
         elif last is None:
-            status, cost, reported = "not in the ledger", None, None
+            status = "not in the ledger"
         elif last["event"] == "finish":
             status, cost, reported = "finished", last["cost_usd"], last["cost_reported"]
+            overshoot, stopped = last.get("overshoot_usd", 0.0), last.get("stopped")
         else:
-            status, cost, reported = "started, not finished", None, None
+            status = last["event"]
         trials.append(
             {
                 "job_name": name,
@@ -165,21 +516,80 @@ def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) 
                 "cost_usd": cost,
                 "cost_reported": reported,
                 "worst_case_usd": receipt["worst_case_usd"],
+                "overshoot_usd": overshoot,
+                "stopped": stopped,
+                "held_usd": round(held_by_job.get(name, 0.0), 6),
                 "refused": receipt.get("refused"),
+                "action": receipt.get("action"),
             }
         )
     spent = round(sum(t["cost_usd"] or 0 for t in trials), 6)
+    held_usd = round(sum(t["held_usd"] for t in trials), 6)
     n_refused = sum(t["status"] == "refused" for t in trials)
-    return record(
-        COST_LEDGER,
+    over = [t for t in trials if t["overshoot_usd"]]
+    return COST_LEDGER.record(
         release=release,
         ceiling_usd=ceiling_usd,
         spent_usd=spent,
+        held_usd=held_usd,
+        overshoots=len(over),
+        overshoot_usd=round(sum(t["overshoot_usd"] for t in over), 6),
         ledger_spent_usd=whole["spent_usd"],
+        ledger_held_usd=whole["held_usd"],
         ledger_open_usd=whole["open_usd"],
         trials=trials,
         refused=n_refused,
         stopped=n_refused > 0,
+        interrupted_not_rerun=sum(t["action"] == "interrupted" for t in trials),
+        partial=_partial([r for _, r in read]),
         live_ledger=str(ledger),
         note=NOTE,
     )
+
+
+# --- `afbench ledger` ------------------------------------------------------------------------
+def summary_lines(ledger: Path, *, close_dead: bool = False) -> list[str]:
+    """What the live ledger holds, in lines: spent, held and open money; every open hold with
+    its holder, and whether that controller is gone (closed here with `close_dead`); every
+    overshoot; the interrupted and released trials."""
+    now = state(read_entries(ledger))
+    dead = dead_holds(ledger, now)
+    if dead and close_dead:
+        close_dead_holds(ledger, dead)
+    gone_names = {hold["entry"]["job_name"]: hold for hold in dead}
+    done = sum(e["event"] == "finish" for e in now["last"].values())
+    lines = [
+        f"{ledger}: spent USD {now['spent_usd']:g} on {done} "
+        f"finished trial(s); held USD {now['held_usd']:g} for {len(now['interrupted'])} "
+        f"interrupted trial(s); open USD {now['open_usd']:g} for {len(now['starts'])} trial(s) "
+        f"started and not finished; {len(now['overshoots'])} overshoot(s); "
+        f"{len(now['refused'])} refusal(s)"
+    ]
+    for name, entry in sorted(now["starts"].items()):
+        hold = gone_names.get(name)
+        if hold is None:
+            lines.append(
+                f"hold: trial {name}, USD {entry['worst_case_usd']:g}, by {describe(entry)}: "
+                "running"
+            )
+        else:
+            done = "closed now" if close_dead else "close it with --release-dead"
+            lines.append(f"hold: {dead_hold_line(hold)} ({done})")
+    for entry in now["overshoots"]:
+        lines.append(
+            f"overshoot: trial {entry['job_name']} spent USD {entry['cost_usd']:g}, USD "
+            f"{entry['overshoot_usd']:g} over its cap USD {entry.get('cap_usd', 0):g}"
+            + (
+                f" (stopped at {entry['stopped']})"
+                if entry.get("stopped")
+                else " (not seen while it ran)"
+            )
+        )
+    for entry in now["interrupted"]:
+        lines.append(
+            f"interrupted: trial {entry['job_name']}, USD {entry['held_usd']:g} held: "
+            f"{entry['reason']}"
+        )
+    for entry in now["released"]:
+        lines.append(f"released: trial {entry['job_name']}: {entry['reason']}")
+    return lines

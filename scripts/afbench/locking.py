@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import functools
 import json
 import os
 import socket
+import stat
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from .errors import AfbenchError
+from .fsutil import file_kind, parse_json_bytes
 
 # the lock files this process holds: path -> its descriptor and what it wrote
 _HELD: dict[str, tuple[int, dict]] = {}
@@ -35,19 +39,106 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def append_event(path: Path, entry: dict, mode: int = 0o644) -> dict:
+def open_regular(path: Path, flags: int, what: str, mode: int = 0o644) -> int:
+    """A descriptor of the regular file at `path` (created with `mode` when `flags` say so),
+    never through a symbolic link and never blocking on a FIFO: opened with O_NOFOLLOW and
+    O_NONBLOCK, then refused unless fstat says it is a regular file. A planted link, FIFO,
+    device or folder at a ledger or lock path is one error naming it."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise AfbenchError(
+                f"the {what} is a symbolic link; refusing to follow it", file=str(path)
+            ) from None
+        raise AfbenchError(f"cannot open the {what}: {error.strerror}", file=str(path)) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise AfbenchError(
+                f"the {what} is {file_kind(info.st_mode)}, not a regular file; refusing it",
+                file=str(path),
+            )
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def check_regular_or_absent(path: Path, what: str) -> None:
+    """Refuse a ledger or lock path that exists and is not a regular file (a planted link, a
+    FIFO), before anything runs; an absent one is fine (it is created when needed)."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as error:
+        raise AfbenchError(f"cannot read the {what}: {error.strerror}", file=str(path)) from None
+    if not stat.S_ISREG(info.st_mode):
+        raise AfbenchError(
+            f"the {what} is {file_kind(info.st_mode)}, not a regular file; refusing it",
+            file=str(path),
+        )
+
+
+def append_event(
+    path: Path,
+    entry: dict,
+    mode: int = 0o644,
+    what: str = "log",
+    check: Callable[[bytes], object] | None = None,
+) -> dict:
     """One JSON line appended to a log that only holders of its lock write (a trial's lock
     log, a run's cost ledger), stamped with who wrote it and when, on disk before this returns
-    (one write of the whole line, then fsync). Returns the line's object."""
+    (one write of the whole line, then fsync). Returns the line's object. The log must be a
+    regular file (or absent): never a link followed, never a FIFO waited on."""
     entry = {**entry, **whoami(), "at": now()}
     entry.pop("since", None)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC, mode)
+    line = (json.dumps(entry, sort_keys=True, allow_nan=False) + "\n").encode()
+    if check is not None:
+        check(line)  # what its reader would refuse is never written
+    fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, what, mode)
     try:
-        os.write(fd, (json.dumps(entry, sort_keys=True) + "\n").encode())
+        written = os.write(fd, line)
+        if written != len(line):
+            raise AfbenchError(
+                f"the {what} took {written} of {len(line)} bytes (is the disk full?)",
+                file=str(path),
+            )
         os.fsync(fd)
+    except OSError as error:
+        raise AfbenchError(f"cannot write the {what}: {error.strerror}", file=str(path)) from None
     finally:
         os.close(fd)
     return entry
+
+
+def read_bytes(path: Path, what: str, max_bytes: int = 1 << 30) -> bytes:
+    """The bytes of a log (a regular file, not a link; none if absent)."""
+    try:
+        fd = open_regular(path, os.O_RDONLY, what)
+    except AfbenchError:
+        if not os.path.lexists(path):
+            return b""
+        raise
+    try:
+        size = os.fstat(fd).st_size
+        if size > max_bytes:
+            raise AfbenchError(
+                f"the {what} is larger than the size cap",
+                file=str(path),
+                expected=f"at most {max_bytes} bytes",
+                found=f"{size} bytes",
+            )
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError as error:
+        raise AfbenchError(f"cannot read the {what}: {error.strerror}", file=str(path)) from None
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
 
 
 def whoami() -> dict:
@@ -74,18 +165,16 @@ def _read_holder(fd: int) -> dict | None:
     os.lseek(fd, 0, os.SEEK_SET)
     data = os.read(fd, 64 * 1024)
     try:
-        holder = json.loads(data)
-    except ValueError:
+        holder = parse_json_bytes(data, "", "lock file")
+    except AfbenchError:
+        return None  # what a holder wrote is shown, never trusted: unreadable is unknown
+    if not isinstance(holder, dict):
         return None
-    return holder if isinstance(holder, dict) else None
+    return {key: holder.get(key) for key in ("host", "pid", "slurm_job_id", "since")}
 
 
 def _open(path: Path, create: bool) -> int:
-    flags = os.O_RDWR | (os.O_CREAT if create else 0)
-    try:
-        return os.open(path, flags | os.O_CLOEXEC, 0o644)
-    except OSError as error:
-        raise AfbenchError(f"cannot open the lock file: {error.strerror}", file=str(path)) from None
+    return open_regular(path, os.O_RDWR | (os.O_CREAT if create else 0), "lock file")
 
 
 @contextmanager
@@ -129,7 +218,7 @@ def holder(path: Path) -> dict | None:
     key = os.path.abspath(path)
     if key in _HELD:
         return _HELD[key][1]
-    if not os.path.exists(path):
+    if not os.path.lexists(path):
         return None
     fd = _open(path, create=False)
     try:
@@ -138,3 +227,88 @@ def holder(path: Path) -> dict | None:
         return _read_holder(fd) or {"host": None, "pid": None, "slurm_job_id": None, "since": None}
     finally:
         os.close(fd)
+
+
+def _process_started(pid: int) -> float | None:
+    """When process `pid` of this host started (seconds since the epoch), or None if there is
+    no such process (Linux /proc; elsewhere only whether it exists)."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+        ticks = int(stat_line.rsplit(")", 1)[1].split()[19])
+        return _booted() + ticks / os.sysconf("SC_CLK_TCK")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, IndexError, StopIteration):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        except PermissionError:
+            pass
+        return 0.0
+
+
+@functools.cache
+def _booted() -> float:
+    return next(
+        float(line.split()[1])
+        for line in Path("/proc/stat").read_text().splitlines()
+        if line.startswith("btime ")
+    )
+
+
+def _slurm_job_running(job_id: str) -> bool | None:
+    """Whether SLURM still has job `job_id` (pending, running, completing), or None when there
+    is no SLURM here to ask."""
+    try:
+        answer = subprocess.run(
+            ["squeue", "-h", "-j", job_id, "-o", "%T"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    if answer.returncode != 0:
+        # squeue refuses a job id it no longer knows ("Invalid job id specified")
+        return False if "invalid job id" in answer.stderr.lower() else None
+    return bool(answer.stdout.strip())
+
+
+def gone(who: dict, lock: Path | None) -> str | None:
+    """Why the process that wrote `who` (host, pid, SLURM job id, since) is certainly gone, or
+    None when it may still run. It holds its trial's lock while it runs, so a held lock means
+    alive; a free one is checked further, since locks can fail on a badly mounted shared file
+    system: on this host its pid must be gone (or belong to a process started after it
+    wrote), and its SLURM job must have left the queue."""
+    if lock is not None and holder(lock) is not None:
+        return None
+    said = ["its lock is free"] if lock is not None else []
+    pid, host, job = who.get("pid"), who.get("host"), who.get("slurm_job_id")
+    if host == socket.gethostname() and isinstance(pid, int):
+        started = _process_started(pid)
+        since = _epoch(who.get("at") or who.get("since"))
+        if started is not None and (since is None or started <= since + 1):
+            return None
+        said.append(f"pid {pid} is not running on {host}")
+    if job:
+        running = _slurm_job_running(str(job))
+        if running is not False:
+            if running or lock is None:
+                return None
+            said.append(f"SLURM job {job} could not be checked")
+        else:
+            said.append(f"SLURM job {job} has left the queue")
+    if lock is None and len(said) == 0:
+        return None
+    return ", ".join(said)
+
+
+def _epoch(text: object) -> float | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text).timestamp()
+    except ValueError:
+        return None

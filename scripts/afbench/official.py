@@ -1,5 +1,5 @@
-"""Import of the official per-model results: strict validation against the MANIFEST, a budget
-audit, and comparisons refused unless they are like for like."""
+"""Import of the official per-model results: strict validation against the MANIFEST and a budget
+audit, one model at a time (the comparison of several is afbench.compare)."""
 
 from __future__ import annotations
 
@@ -22,9 +22,9 @@ from .csvtable import (
     raise_found,
     read_table,
 )
-from .errors import AfbenchError, Problem, raise_if
+from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest
-from .records import MODEL_IMPORT, SUMMARY, record
+from .kinds import MODEL_IMPORT, TASK_RESULT
 
 REPORTED_NOTE = (
     "Summary of results reported by the benchmark's authors (source-present "
@@ -278,21 +278,16 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
             )
         )
     raise_found(found, after)
-    records = [
-        {
-            "task_id": task_id,
-            "source_id": source_id,
-            "success": won,
-            "n_obligations": total,
-            "obligations_accepted": got,
-            "cost_usd": usd,
-            "stop_reason": reason,
-            "finished_at": when,
-        }
-        for task_id, source_id, won, total, got, usd, reason, when in zip(
-            column["task_id"], source_ids, success, n, accepted, cost, stop, finished, strict=True
-        )
-    ]
+    records = TASK_RESULT.rows(
+        task_id=column["task_id"],
+        source_id=source_ids,
+        success=success,
+        n_obligations=n,
+        obligations_accepted=accepted,
+        cost_usd=cost,
+        stop_reason=stop,
+        finished_at=finished,
+    )
     return records, constants, table.extra_columns
 
 
@@ -345,47 +340,46 @@ def summarize_model(catalog, model, records, constants, budget_usd, entry, extra
     for r in records:
         stop_reasons[r["stop_reason"]] = stop_reasons.get(r["stop_reason"], 0) + 1
     infra = [r["task_id"] for r in records if r["stop_reason"] == "infrastructure_error"]
-    return {
-        **record(MODEL_IMPORT),
-        "note": REPORTED_NOTE,
-        "local_capability_score": None,
-        "license": catalog["license"],
-        "release": catalog["release"],
-        "model": model.slug,
-        "display_name": model.display_name,
-        "file": entry["path"],
-        "inputs": {entry["path"]: entry["actual_sha256"], **catalog["inputs"]},
-        "budget_usd": budget_usd,
+    return MODEL_IMPORT.record(
+        note=REPORTED_NOTE,
+        local_capability_score=None,
+        license=catalog["license"],
+        release=catalog["release"],
+        model=model.slug,
+        display_name=model.display_name,
+        file=entry["path"],
+        inputs={entry["path"]: entry["actual_sha256"], **catalog["inputs"]},
+        budget_usd=budget_usd,
         **{field: constants.get(field) for field in CONSTANT_FIELDS},
-        "tasks": len(records),
-        "passes": passes,
-        "success_rate": passes / len(records),
-        "stop_reasons": dict(sorted(stop_reasons.items())),
-        "obligations": {
+        tasks=len(records),
+        passes=passes,
+        success_rate=passes / len(records),
+        stop_reasons=dict(sorted(stop_reasons.items())),
+        obligations={
             "accepted": sum(r["obligations_accepted"] for r in records),
             "total": sum(r["n_obligations"] for r in records),
         },
-        "infrastructure_errors": {
+        infrastructure_errors={
             "count": len(infra),
             "tasks": infra,
             "note": "kept and counted as reported (unsolved); never dropped",
         },
-        "cost_usd": {
+        cost_usd={
             "total": round(sum(costs), 6),
             "mean": round(sum(costs) / len(costs), 6),
             "median": round(_median(costs), 6),
             "max": max(costs),
             "per_solved_task": round(sum(costs) / passes, 6) if passes else None,
         },
-        "finished_at": {
+        finished_at={
             "known": sum(r["finished_at"] is not None for r in records),
             "unknown": sum(r["finished_at"] is None for r in records),
         },
-        "budget_audit": budget_audit(records, budget_usd, model.slug),
-        "extra_columns": extra,
-        "task_set_sha256": canonical_digest(sorted(r["task_id"] for r in records)),
-        "records": records,
-    }
+        budget_audit=budget_audit(records, budget_usd, model.slug),
+        extra_columns=extra,
+        task_set_sha256=canonical_digest(sorted(r["task_id"] for r in records)),
+        records=records,
+    )
 
 
 class Outcomes:
@@ -445,25 +439,40 @@ def outcomes(imp: dict, file: str = "model import") -> Outcomes:
         raise AfbenchError("a record without this field", file=file, field=str(missing)) from None
 
 
-# How summarize_model's import is laid out by fsutil.json_bytes: `records` last, one record a
-# line. A file in exactly this form (no escape anywhere; every value of the form afbench writes)
-# is read by one regular expression over its bytes instead of being built into 34,100 dicts;
-# any other text is read by the strict JSON reader. Every line matched is valid JSON with
-# distinct keys, finite numbers and no escapes, so what is accepted and what is read are the
-# same either way.
-_TEXT = rb'[^"\\\x00-\x1f]*+'  # a JSON string's characters that need no escape
-_INT = rb"-?+(?:0|[1-9][0-9]{0,17}+)"  # at most 18 digits: never refused as too long
-_NUMBER = _INT + rb"(?:\.[0-9]++)?(?:[eE][+-]?[0-9]{1,2}+)?"  # a 2-digit exponent: finite
-_KEY_SEPARATOR = '", "source_id": "'
-_RECORD = re.compile(  # groups: the text from task id to source id; the success
-    rb'^    \{"task_id": "(' + _TEXT + _KEY_SEPARATOR.encode() + _TEXT + rb')", '
-    rb'"success": (true|false), "n_obligations": ' + _INT + rb", "
-    rb'"obligations_accepted": ' + _INT + rb', "cost_usd": ' + _NUMBER + rb", "
-    rb'"stop_reason": "' + _TEXT + rb'", "finished_at": (?:null|"' + _TEXT + rb'")\}(?:,\n|\Z)',
-    re.MULTILINE,
-)
-_RECORDS_START = b'\n  "records": [\n'
-_RECORDS_END = b"\n  ]\n}\n"
+# The fast reader of an import's outcomes (afbench.kinds.lines: an import as afbench writes it,
+# one record a line in TASK_RESULT's order, matched by an expression made from the declaration),
+# with two groups in each record's line: the text from its task id to its source id (two strings
+# side by side whose characters hold no quote, so the text between them is theirs alone: the
+# task's key) and its success.
+_KEY = ("task_id", "source_id")
+_TAKEN = "success"
+
+
+def _record_pattern(shape) -> tuple[re.Pattern, str]:
+    """The expression of one record's line with the key's and the success' groups, and the
+    text between the key's two ids."""
+    from .kinds import lines
+
+    names = shape.names
+    at = names.index(_KEY[0])
+    if names[at : at + 2] != list(_KEY) or shape.field(_TAKEN).type is not bool:
+        raise TypeError(f"{shape.name}: the fast reader needs {_KEY} side by side, and a bool")
+    if not all(lines.has_pattern(f) for f in shape.fields):
+        raise TypeError(f"{shape.name}: a field without a byte pattern for its declared type")
+    separator = f'", "{_KEY[1]}": "'
+    pieces = []
+    for f, piece in zip(shape.fields, lines.field_pieces(shape), strict=True):
+        if f.name == _KEY[0]:
+            key = b'"(' + lines.TEXT + separator.encode() + lines.TEXT + b')"'
+            pieces.append(b'"' + f.name.encode() + b'": ' + key)
+        elif f.name == _TAKEN:
+            pieces.append(b'"' + f.name.encode() + b'": (true|false)')
+        elif f.name != _KEY[1]:  # the source id is in the key's group
+            pieces.append(piece)
+    return lines.record_pattern(pieces), separator
+
+
+_RECORD, _KEY_SEPARATOR = _record_pattern(TASK_RESULT)
 
 
 class TaskOrder(NamedTuple):
@@ -482,50 +491,31 @@ def task_order(catalog: dict) -> TaskOrder:
 
 
 def read_outcomes(path: Path | str, order: TaskOrder | None = None) -> Outcomes:
-    """A model import's outcomes, read as strictly as read_record reads the whole import.
-    With the catalog's `order`, records in that order share its lists of ids."""
+    """A model import's outcomes, read as strictly as MODEL_IMPORT.read reads the whole
+    import. With the catalog's `order`, records in that order share its lists of ids."""
     from .fsutil import MAX_JSON_BYTES, parse_json_bytes, read_regular_file
-    from .records import checked, what
 
-    data = read_regular_file(Path(path), what(MODEL_IMPORT), MAX_JSON_BYTES)
+    data = read_regular_file(Path(path), MODEL_IMPORT.what, MAX_JSON_BYTES)
     read = _outcomes_as_written(data, str(path), order)
     if read is not None:
         return read
-    imp = checked(parse_json_bytes(data, str(path), what(MODEL_IMPORT)), path, MODEL_IMPORT)
+    imp = MODEL_IMPORT.check(parse_json_bytes(data, str(path), MODEL_IMPORT.what), str(path))
     return outcomes(imp, str(path))
 
 
 def _outcomes_as_written(data: bytes, file: str, order: TaskOrder | None = None) -> Outcomes | None:
-    """The outcomes of an import laid out as afbench writes it, or None for any other text.
+    """The outcomes of an import laid out as afbench writes it (kinds.lines.split: its head
+    read strictly, its records one a line), each record line matching _RECORD; or None for any
+    other text."""
+    from .kinds import lines
 
-    The text is its head (every key but `records`), then the records. The head is read by the
-    strict reader with an empty list in the records' place (JSON's grammar makes the whole text
-    valid if and only if that is, the records being valid values); each record line must match
-    _RECORD, anchored at a line start and running to the line's end, so as many matches as
-    lines cover the records exactly. A task id and a source id hold no quote, so the text
-    between them is theirs alone."""
-    from .fsutil import parse_json_bytes
-    from .records import checked, what
-
-    if b"\\" in data:
+    parts = lines.split(MODEL_IMPORT, data, file)
+    if parts is None:
         return None
-    if not data.isascii():
-        try:
-            data.decode("utf-8-sig")
-        except UnicodeDecodeError:
-            return None
-    start = data.rfind(_RECORDS_START)
-    if start < 0 or not data.endswith(_RECORDS_END):
+    imp, first, end = parts
+    found = lines.lines_match(_RECORD, data, first, end)
+    if found is None:
         return None
-    first, end = start + len(_RECORDS_START), len(data) - len(_RECORDS_END)
-    found = _RECORD.findall(data, first, end)  # ^ holds at `first`: a line starts there
-    if len(found) != data.count(b"\n", first, end) + 1:
-        return None
-    try:
-        head = parse_json_bytes(data[:start] + b'\n  "records": []\n}\n', file, what(MODEL_IMPORT))
-        imp = checked(head, file, MODEL_IMPORT)
-    except AfbenchError:
-        return None  # the strict reader of the whole text words the refusal
     del imp["records"]
     keys = list(map(itemgetter(0), found))
     successes = list(map(b"true".__eq__, map(itemgetter(1), found)))
@@ -539,326 +529,3 @@ def _median(values: list[float]) -> float:
     if len(ordered) % 2:
         return ordered[middle]
     return (ordered[middle - 1] + ordered[middle]) / 2
-
-
-def _check_distinct(imports: list[dict]) -> None:
-    """Each model once: by its slug, and by its results file's bytes (two slugs over one file
-    would count one model's results twice, and every paired test between them would be void)."""
-    slugs: set[str] = set()
-    files: dict[str, str] = {}
-    for imp in imports:
-        slug = imp["model"]
-        if slug in slugs:
-            raise AfbenchError(
-                f"comparison refused: model '{slug}' is given twice; compare each model once",
-                field="model",
-                expected="each model once",
-                found=slug,
-            )
-        slugs.add(slug)
-        digest = imp["inputs"].get(imp["file"])
-        if digest in files:
-            raise AfbenchError(
-                f"comparison refused: models '{files[digest]}' and '{slug}' are one results file "
-                f"(the same bytes, sha256 {digest}); compare each model once",
-                field="model",
-                expected="a results file of its own per model",
-                found=imp["file"],
-            )
-        files[digest] = slug
-
-
-def compare(imports: list[dict], strict_budget: bool) -> dict:
-    """The comparison's validity; refused (an error) unless the imports are like for like."""
-    if not imports:
-        raise AfbenchError(
-            "no models to compare", field="--import", expected="at least one model import"
-        )
-    _check_distinct(imports)
-    values = {field: {} for field in COMPARED_FIELDS}
-    for imp in imports:
-        values["task_set"][imp["model"]] = imp["task_set_sha256"]
-        for field in (*CONSTANT_FIELDS, "budget_usd"):
-            values[field][imp["model"]] = imp[field]
-    problems = []
-    for field, per_model in values.items():
-        distinct = {repr(v) for v in per_model.values()}
-        if len(distinct) > 1:
-            shown = (
-                {m: f"task set {v[:12]}" for m, v in per_model.items()}
-                if field == "task_set"
-                else per_model
-            )
-            problems.append(
-                Problem(
-                    f"comparison refused: models differ in {field}",
-                    field=field,
-                    expected="one value for every model",
-                    found=str(shown),
-                )
-            )
-    raise_if(problems)
-    over = [rec for imp in imports for rec in imp["budget_audit"]["over_budget"]]
-    if strict_budget and over:
-        names = "; ".join(
-            f"{r['source']} task {r['task_id']} cost USD {r['cost_usd']:g} "
-            f"(USD {r['excess_usd']:g} over)"
-            for r in over
-        )
-        raise AfbenchError(
-            f"strict budget comparison refused: {len(over)} reported record(s) exceed the "
-            f"USD {imports[0]['budget_usd']:g} budget: {names}. Nothing is capped or removed; "
-            f"set import.strict_budget to false (or drop --strict-budget) for a comparison with "
-            f"a full budget audit instead",
-            field="strict_budget",
-        )
-    return {
-        "valid": True,
-        "like_for_like": {f: True for f in COMPARED_FIELDS},
-        "strict_budget": strict_budget,
-    }
-
-
-def reduced(imp: dict | Outcomes) -> dict:
-    """A model import (or its outcomes, as read_outcomes reads them) without its per-task
-    records, with what the comparison takes from them: its successes as a bitset over its tasks
-    in task-id order (the same order for every import of one task set, which the comparison
-    requires)."""
-    if isinstance(imp, Outcomes):
-        return {**imp.totals, "success_bits": _success_bits(imp)}
-    return {**{k: v for k, v in imp.items() if k != "records"}, "success_bits": _bits(imp)}
-
-
-def _success_bits(imp: Outcomes) -> int:
-    """Bit i set when the i-th task in task-id order succeeded."""
-    successes = imp.successes
-    digits = "".join(["1" if successes[i] else "0" for i in reversed(_ranking(imp))])
-    return int(digits or "0", 2)
-
-
-_LAST_RANKING: list[tuple[list, list[int]]] = []  # one entry: the task set ranked last
-
-
-def _ranking(imp: Outcomes) -> list[int]:
-    """The positions of an import's records in task-id order. Every import of one comparison
-    has the same task set, and as afbench writes them the same record order, so the ranking
-    of the import before is reused when its records' keys are the same (one list comparison
-    instead of decoding and sorting 34,100 ids per model)."""
-    basis = imp._keys if imp._ids[0] is None else imp._ids[0]
-    if _LAST_RANKING and _LAST_RANKING[0][0] == basis:
-        return _LAST_RANKING[0][1]
-    ranked = sorted(range(len(imp.task_ids)), key=imp.task_ids.__getitem__)
-    _LAST_RANKING[:] = [(basis, ranked)]
-    return ranked
-
-
-def _bits(imp: dict) -> int:
-    if "records" not in imp:
-        return imp["success_bits"]
-    return _success_bits(outcomes(imp))
-
-
-NOTHING_PUBLISHED = {"source": None, "task_rows": None, "passes": {}, "over_budget_usd": {}}
-PUBLISHED_NOTE = (
-    "Each import checked against what the authors published (config: release.published, "
-    "models.<slug>.published_passes and published_over_budget_usd), as published facts with "
-    "their source; a difference is shown, never hidden"
-)
-
-
-def check_published(imports: list[dict], published: dict) -> tuple[dict, list[Problem]]:
-    """The imports against the authors' published facts: `published` holds the `source`, the
-    release's `task_rows` (or None), the published pass count per model slug (`passes`) and
-    the published costs above the budget per model slug (`over_budget_usd`). Returns the check
-    and one Problem per difference, each naming the model, both values and the source. Task
-    rows are checked once every model with a published count is imported (they are counted
-    across the published leaderboard's files)."""
-    source = published["source"]
-    cited = f"(published: {source})"
-    problems: list[Problem] = []
-    models = {}
-    for imp in imports:
-        model, passes = imp["model"], imp["passes"]
-        want = published["passes"].get(model)
-        if want is None:
-            models[model] = {"published_passes": None, "passes": passes, "matches": None}
-            continue
-        models[model] = {
-            "published_passes": want,
-            "passes": passes,
-            "difference": passes - want,
-            "matches": passes == want,
-        }
-        if passes != want:
-            problems.append(
-                Problem(
-                    f"model '{model}': the import has {passes} passes, the authors' leaderboard "
-                    f"{want} {cited}",
-                    field=f"models.{model}.published_passes",
-                    expected=want,
-                    found=passes,
-                )
-            )
-    by_model = {imp["model"]: imp for imp in imports}
-    over_budget = {}
-    for model, costs in sorted(published["over_budget_usd"].items()):
-        if model not in by_model:
-            continue
-        found = sorted(r["cost_usd"] for r in by_model[model]["budget_audit"]["over_budget"])
-        want = sorted(costs)
-        over_budget[model] = {
-            "published_usd": want,
-            "imported_usd": found,
-            "matches": found == want,
-        }
-        if found != want:
-            problems.append(
-                Problem(
-                    f"model '{model}': the import's costs above the budget are USD {found}, the "
-                    f"authors published USD {want} {cited}",
-                    field=f"models.{model}.published_over_budget_usd",
-                    expected=want,
-                    found=found,
-                )
-            )
-    task_rows = None
-    if published["task_rows"] is not None:
-        counted = sorted(published["passes"])
-        missing = [m for m in counted if m not in by_model]
-        task_rows = {"published": published["task_rows"], "models": counted}
-        if not counted or missing:
-            task_rows.update(
-                imported=None,
-                matches=None,
-                note="not checked: counted across every model with a published pass count; "
-                + (f"not imported: {', '.join(missing)}" if counted else "none has one"),
-            )
-        else:
-            rows = sum(by_model[m]["tasks"] for m in counted)
-            task_rows.update(imported=rows, matches=rows == published["task_rows"])
-            if rows != published["task_rows"]:
-                problems.append(
-                    Problem(
-                        f"the imports of the {len(counted)} published models have {rows} task "
-                        f"rows, the authors published {published['task_rows']} {cited}",
-                        field="release.published.task_rows",
-                        expected=published["task_rows"],
-                        found=rows,
-                    )
-                )
-    checked = [m["matches"] for m in models.values() if m["matches"] is not None]
-    checked += [o["matches"] for o in over_budget.values()]
-    checked += [task_rows["matches"]] if task_rows and task_rows["matches"] is not None else []
-    return {
-        "source": source,
-        "note": PUBLISHED_NOTE,
-        "matches": all(checked) if checked else None,
-        "models": models,
-        "over_budget": over_budget,
-        "task_rows": task_rows,
-        "differences": [p.message for p in problems],
-    }, problems
-
-
-def summarize(
-    imports: list[dict],
-    strict_budget: bool,
-    published: dict | None = None,
-    strict_published: bool = False,
-) -> dict:
-    """The comparison of model imports (each with its records, or `reduced`): refused unless
-    like for like; with the authors' published facts checked (a difference refused only with
-    `strict_published`), each model's bounds over its infrastructure errors, and the
-    significance tiers of the paired exact McNemar tests (afbench.analysis)."""
-    from .analysis import ALPHA, TIER_METHOD, leaderboard_order, significance
-    from .stats import success_bounds
-
-    comparison = compare(imports, strict_budget)
-    check, problems = check_published(imports, published or NOTHING_PUBLISHED)
-    if strict_published and problems:
-        raise AfbenchError(
-            problems=[
-                Problem(
-                    f"strict published check refused: {p.message}; set import.strict_published "
-                    f"to false (or drop --strict-published) to see the difference in the report",
-                    field=p.field,
-                    expected=p.expected,
-                    found=p.found,
-                )
-                for p in problems
-            ]
-        )
-    board = leaderboard_order(imports)
-    order = [i["model"] for i in board]
-    _, tier = significance(order, {i["model"]: _bits(i) for i in imports}, imports[0]["tasks"])
-    over = [rec for imp in imports for rec in imp["budget_audit"]["over_budget"]]
-    first = imports[0]
-    return {
-        **record(SUMMARY),
-        "note": REPORTED_NOTE,
-        "local_capability_score": None,
-        "license": first["license"],
-        "release": first["release"],
-        "source_condition": first["source_condition"],
-        "budget_usd": first["budget_usd"],
-        "comparison": comparison,
-        "published": check,
-        "tiers": {"alpha": ALPHA, "method": TIER_METHOD},
-        "leaderboard": [
-            {
-                "rank": rank,
-                "model": i["model"],
-                "display_name": i["display_name"],
-                "passes": i["passes"],
-                "tasks": i["tasks"],
-                "success_rate": i["success_rate"],
-                "mean_cost_usd": i["cost_usd"]["mean"],
-                "cost_per_solved_usd": i["cost_usd"]["per_solved_task"],
-                "infrastructure_errors": i["infrastructure_errors"]["count"],
-                "over_budget_records": i["budget_audit"]["over_budget_count"],
-                "leader_tier": tier[i["model"]]["leader_tier"],
-                "letters": tier[i["model"]]["letters"],
-                **_upper_bound(
-                    success_bounds(i["passes"], i["infrastructure_errors"]["count"], i["tasks"])
-                ),
-                "published_passes": check["models"][i["model"]]["published_passes"],
-                "matches_published": check["models"][i["model"]]["matches"],
-            }
-            for rank, i in enumerate(board, start=1)
-        ],
-        "budget_audit": {
-            "budget_usd": first["budget_usd"],
-            "over_budget_count": len(over),
-            "over_budget": over,
-            "strict": strict_budget,
-            "note": first["budget_audit"]["note"],
-        },
-        "inputs": {path: sha for i in imports for path, sha in i["inputs"].items()},
-    }
-
-
-def _upper_bound(bounds: dict) -> dict:
-    return {
-        "passes_errors_as_successes": bounds["passes_high"],
-        "success_rate_errors_as_successes": bounds["rate_high"],
-    }
-
-
-LEADERBOARD_COLUMNS = [
-    "rank",
-    "model",
-    "display_name",
-    "passes",
-    "tasks",
-    "success_rate",
-    "mean_cost_usd",
-    "cost_per_solved_usd",
-    "infrastructure_errors",
-    "over_budget_records",
-    "leader_tier",
-    "letters",
-    "passes_errors_as_successes",
-    "success_rate_errors_as_successes",
-    "published_passes",
-    "matches_published",
-]

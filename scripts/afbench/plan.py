@@ -7,7 +7,7 @@ from pathlib import Path
 from . import harbor
 from .errors import AfbenchError
 from .fsutil import check_name
-from .records import PLAN, record
+from .kinds import PLAN
 
 EXPORTER = "harbor/export.py"
 TRAPS = [
@@ -85,14 +85,23 @@ def plan_label(agent: str, model: str | None) -> str:
     )
 
 
-def export_steps(repository: Path, task_id: str) -> dict:
+def export_steps(repository: Path, task_id: str, tasks_path: Path | None = None) -> dict:
     """The exporter's export and its read-only check for one task, run in the checkout: they
-    write (and check) <checkout>/tasks/<task>, where a plan's `-p` points."""
+    write (and check) <tasks_path>/<task>, where a plan's `-p` points; the exporter's own
+    default, <checkout>/tasks, is passed as nothing, any other folder as `--tasks-dir`."""
     exporter = str(repository / EXPORTER)
+    where = (
+        ["--tasks-dir", str(tasks_path)]
+        if tasks_path is not None and tasks_path != repository / "tasks"
+        else []
+    )
     return {
-        "export": {"argv": ["python", exporter, "--problem", task_id], "cwd": str(repository)},
+        "export": {
+            "argv": ["python", exporter, "--problem", task_id, *where],
+            "cwd": str(repository),
+        },
         "check": {
-            "argv": ["python", exporter, "--problem", task_id, "--check"],
+            "argv": ["python", exporter, "--problem", task_id, *where, "--check"],
             "cwd": str(repository),
             "read_only": True,
         },
@@ -166,36 +175,35 @@ def build_plan(
                 "task_id": task_id,
                 "job_name": job_name,
                 "job_dir": str(jobs_path / job_name),
-                **export_steps(repo, task_id),
+                **export_steps(repo, task_id, tasks_path),
                 "run": {"argv": run, "cwd": str(repo), "env": dict(harbor.RUN_ENV)},
             }
         )
     images = release["images"]
-    return {
-        **record(PLAN),
-        "note": "A plan only: nothing was executed and nothing installed. Run the export, its "
+    return PLAN.record(
+        note="A plan only: nothing was executed and nothing installed. Run the export, its "
         "--check, then harbor run, in that order, per task.",
-        "executed": False,
-        "dollar_cap_enforced": False,
-        "release": release,
-        "license": catalog["license"],
-        "selection": {
+        executed=False,
+        dollar_cap_enforced=False,
+        release=release,
+        license=catalog["license"],
+        selection={
             "name": selection["name"],
             "selection_sha256": selection["selection_sha256"],
             "tasks": len(tasks),
         },
-        "agent": agent,
-        "model": model,
-        "expected_reward": 0 if agent == "nop" else None,
-        "repository_dir": str(repo),
-        "environment_type": environment_type,
-        "timeouts": {
+        agent=agent,
+        model=model,
+        expected_reward=0 if agent == "nop" else None,
+        repository_dir=str(repo),
+        environment_type=environment_type,
+        timeouts={
             "agent_s": harbor.AGENT_TIMEOUT_S,
             "verifier_s": harbor.VERIFIER_TIMEOUT_S,
             "preserved": "upstream per-task timeouts; the plan passes no timeout "
             "multiplier or override",
         },
-        "requirements": {
+        requirements={
             "lean": release["lean"],
             "mathlib": release["mathlib"],
             "harbor": release["harbor"],
@@ -203,6 +211,6 @@ def build_plan(
             "image_digests_required_for_formal_run": True,
             "formal_run_ready": bool(images) and all(i["digest"] for i in images),
         },
-        "traps": TRAPS,
-        "tasks": tasks,
-    }
+        traps=TRAPS,
+        tasks=tasks,
+    )

@@ -1,26 +1,38 @@
-"""Local runs: verifier verdicts and Harbor 0.22.0 job directories. An infrastructure error has
-no reward (null), never 0; unknown outcomes are shown as bounds, never guessed.
+"""Local runs: verifier verdicts and Harbor job directories (Harbor 0.22.0 to 0.26.0, each read
+with its meaning: Harbor's own error policy decides whether a reward counts). An infrastructure
+error has no reward (null), never 0; unknown outcomes are shown as bounds, never guessed.
 
 A run is summarised per configuration (agent name and version, model, and the settings that
-change what the agent can do: timeouts, environment, attempts); configurations are never pooled.
-A trial is identified by (trial name, task, job id) and is never counted twice."""
+change what the agent can do: timeouts, environment, attempts, retries); configurations are
+never pooled. A trial is identified by (trial name, task, job id) and by Harbor's trial id, and
+is never counted twice. Harbor's retries (it deletes each retried attempt) are read from the
+job's result.json and job.log and shown, with the retry shift."""
 
 from __future__ import annotations
 
+import codecs
+import marshal
 import math
 import os
+import re
 import stat
+from collections import Counter
+from operator import itemgetter
 from pathlib import Path
 
 from . import fsutil, harbor
 from .budget import budget_audit
+from .csvtable import paused_gc
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import canonical_digest, canonical_json, check_name, parse_json_bytes
+from .kinds.runs import ATTEMPTS as ATTEMPTS_TABLE
+from .kinds.runs import CHECK_NAMES, OUTCOME_VALUES
+from .kinds.runs import OUTCOMES as OUTCOMES_TABLE
 from .progress import Progress
 
-CHECKS = ("target_equivalence", "allowed_axioms", "lean_kernel", "nanoda_replay")
+CHECKS = CHECK_NAMES
 VERDICT_STATUSES = {"accepted": 1, "rejected": 0, "error": None}
-OUTCOMES = ("accepted", "rejected", "unverified", "error", "incomplete", "missing")
+OUTCOMES = OUTCOME_VALUES
 LOCAL_NOTE = (
     "Local run, source-free, unattested: verdict provenance (images, kernels, "
     "submitted files) is not proven by these files. Never comparable to, nor merged "
@@ -54,6 +66,7 @@ _SHOWN = {
     "agent.name",
     "agent.model_name",
     "timeout_multiplier",
+    *harbor.TIMEOUT_MULTIPLIERS,
     "environment.type",
     "environment.import_path",
 }
@@ -141,6 +154,139 @@ def _number(value: object, file: str, field: str) -> float | None:
 
 def _section(doc: dict, name: str, file: str, prefix: str) -> dict:
     return _object(doc.get(name), file, prefix + name) or {}
+
+
+# ----------------------------------------------------------------------------- half-written
+
+
+_WHITESPACE = " \t\n\r"
+_ESCAPES = '"\\/bfnrt'
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_START = re.compile(r"-?(?:0|[1-9][0-9]*)?(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?")
+_NUMBER_CHARS = frozenset("0123456789+-.eE")
+_LITERALS = ("true", "false", "null")
+
+
+def _string_end(text: str, i: int) -> int | None:
+    """The index after the JSON string that opens at text[i]; None when the text ends inside
+    it; -1 when it is not a JSON string."""
+    i += 1
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c == '"':
+            return i + 1
+        if c == "\\":
+            if i + 1 == n:
+                return None
+            if text[i + 1] == "u":
+                digits = text[i + 2 : i + 6]
+                if any(d not in "0123456789abcdefABCDEF" for d in digits):
+                    return -1
+                if len(digits) < 4:
+                    return None
+                i += 6
+                continue
+            if text[i + 1] not in _ESCAPES:
+                return -1
+            i += 2
+            continue
+        if c < " ":
+            return -1
+        i += 1
+    return None
+
+
+def _json_prefix(text: str) -> bool:
+    """Whether `text` is the beginning of a JSON document cut short: nothing in it is wrong,
+    it only stops before the document is whole (as a file does whose writer was stopped)."""
+    n = len(text)
+    i = 0
+    stack: list[str] = []
+    expect = "value"  # value | key | colon | next (a comma or the close) | end
+    first = False  # just after an opening bracket: the close is allowed where a value is due
+    while True:
+        while i < n and text[i] in _WHITESPACE:
+            i += 1
+        if i == n:
+            return expect != "end"
+        c = text[i]
+        if expect == "end":
+            return False
+        if expect == "colon":
+            if c != ":":
+                return False
+            i, expect = i + 1, "value"
+            continue
+        if expect == "next" or (first and c in "]}"):
+            if c == "," and not first:
+                i += 1
+                expect = "key" if stack[-1] == "{" else "value"
+                continue
+            if c != {"{": "}", "[": "]"}[stack[-1]]:
+                return False
+            stack.pop()
+            i, first = i + 1, False
+            expect = "next" if stack else "end"
+            continue
+        first = False
+        if expect == "key":
+            if c != '"':
+                return False
+            end = _string_end(text, i)
+            if end is None:
+                return True
+            if end < 0:
+                return False
+            i, expect = end, "colon"
+            continue
+        if c in "{[":
+            stack.append(c)
+            i += 1
+            expect, first = ("key" if c == "{" else "value"), True
+            continue
+        if c == '"':
+            end = _string_end(text, i)
+        elif c.isalpha():
+            end = i
+            while end < n and text[end].isalpha():
+                end += 1
+            word = text[i:end]
+            if end == n:
+                return any(lit.startswith(word) for lit in _LITERALS)
+            if word not in _LITERALS:
+                return False
+        else:
+            end = i
+            while end < n and text[end] in _NUMBER_CHARS:
+                end += 1
+            if end == n:
+                return end > i and _NUMBER_START.fullmatch(text, i, end) is not None
+            if _NUMBER.fullmatch(text, i, end) is None:
+                return False
+        if end is None:
+            return True
+        if end < 0:
+            return False
+        i = end
+        expect = "next" if stack else "end"
+
+
+def half_written(data: bytes) -> str | None:
+    """Why a file that does not parse is a half-written JSON document (empty, or cut short
+    mid-document: what Harbor leaves when the jobs folder's disk fills or it is killed while it
+    writes), or None when it is something else."""
+    if not data.strip():
+        return f"result.json is empty ({len(data)} bytes): Harbor never finished writing it"
+    try:  # a multi-byte character cut at the end is part of the cut, not a wrong byte
+        text = codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=False)
+    except UnicodeDecodeError:
+        return None
+    if _json_prefix(text):
+        return (
+            f"result.json ends mid-document ({len(data)} bytes): Harbor never finished writing it"
+        )
+    return None
 
 
 # ----------------------------------------------------------------------------- verdicts
@@ -343,8 +489,67 @@ def _verification_disabled(result: dict, file: str, job_default: bool) -> bool:
     return disable
 
 
-def classify_trial(result: dict, file: str, *, verification_disabled: bool = False) -> dict:
-    """One Harbor 0.22.0 trial's result.json -> outcome, reward, reason.
+_POLICY_FIELDS = ("should_retry", "should_grade", "has_valid_reward")
+
+
+def _policy(doc: object, file: str, field: str, *, partial: bool) -> dict | None:
+    """A written ErrorPolicy (all three booleans) or ErrorPolicyOverride (any of them)."""
+    doc = _object(doc, file, field)
+    if doc is None:
+        return None
+    if set(doc) - set(_POLICY_FIELDS) or (not partial and set(doc) != set(_POLICY_FIELDS)):
+        raise AfbenchError(
+            "not one of Harbor's error policies",
+            file=file,
+            field=field,
+            expected=f"{'some of ' if partial else ''}{', '.join(_POLICY_FIELDS)}",
+            found=", ".join(sorted(doc)) or "no field",
+        )
+    for key, value in doc.items():
+        if not isinstance(value, bool) and not (partial and value is None):
+            raise _shape_error(file, f"{field}.{key}", "true or false", value)
+    return doc
+
+
+def recorded_exceptions(result: dict, file: str, table: str) -> list[dict]:
+    """The trial's exceptions, its own first, then each step's in step order (Harbor's
+    TrialResult.recorded_exceptions), each with the error policy Harbor applied: the one it
+    wrote beside the exception (0.26), else `table`'s with the override it wrote applied."""
+    found = []
+    steps = result.get("step_results")
+    if steps is not None and not isinstance(steps, list):
+        raise _shape_error(file, "step_results", "an array or null", steps)
+    places = [("exception_info", result.get("exception_info"))]
+    for index, step in enumerate(steps or []):
+        step = _object(step, file, f"step_results[{index}]", nullable=False)
+        places.append((f"step_results[{index}].exception_info", step.get("exception_info")))
+    for field, doc in places:
+        exc = _object(doc, file, field)
+        if exc is None:
+            continue
+        kind = exc.get("exception_type")
+        if not (isinstance(kind, str) and kind):
+            raise AfbenchError(f"{field} without an exception_type", file=file, field=field)
+        written = _policy(exc.get("policy"), file, field + ".policy", partial=False)
+        if written is not None:
+            policy, source = written, "written by Harbor"
+        else:
+            policy = harbor.error_policy(kind, table).__dict__.copy()
+            override = _policy(
+                exc.get("policy_override"), file, field + ".policy_override", partial=True
+            )
+            policy.update({k: v for k, v in (override or {}).items() if v is not None})
+            source = f"Harbor {table}'s table" + (" with the override" if override else "")
+        found.append({"where": field, "type": kind, "policy": policy, "policy_source": source})
+    return found
+
+
+def classify_trial(
+    result: dict, file: str, *, verification_disabled: bool = False, policy_table: str = "0.26.0"
+) -> dict:
+    """One Harbor trial's result.json -> outcome, reward, reason, read with Harbor's error
+    policy (`policy_table`: harbor.error_policy_table of the Harbor that wrote it): a reward
+    beside an exception whose policy says the reward is not valid is an error, never a score.
 
     `verification_disabled` is the job's `verifier.disable`, used when the trial's own config
     does not say."""
@@ -355,18 +560,39 @@ def classify_trial(result: dict, file: str, *, verification_disabled: bool = Fal
             expected="a JSON object",
             found=_json_type(result),
         )
+    version = result.get("schema_version")
+    if version is not None and (type(version) is not int or version != 1):
+        raise AfbenchError(
+            "a trial result of a schema afbench does not know (Harbor 0.22.0 to 0.26.0 write "
+            "version 1, or none)",
+            file=file,
+            field="schema_version",
+            expected=1,
+            found=version if isinstance(version, int | str) else _json_type(version),
+        )
     verifier = _object(result.get("verifier_result"), file, "verifier_result")
     rewards = (
         _object(verifier.get("rewards"), file, "verifier_result.rewards") if verifier else None
     )
     has_reward = rewards is not None and "reward" in rewards
     reward = rewards.get("reward") if has_reward else None
-    exc = _object(result.get("exception_info"), file, "exception_info")
-    exc_type = exc.get("exception_type") if exc is not None else None
-    if exc is not None and not (isinstance(exc_type, str) and exc_type):
-        raise AfbenchError(
-            "exception_info without an exception_type", file=file, field="exception_info"
-        )
+    exceptions = recorded_exceptions(result, file, policy_table)
+    exc_type = exceptions[0]["type"] if exceptions else None
+    invalid = [e for e in exceptions if not e["policy"]["has_valid_reward"]]
+    valid = bool(rewards) and not invalid
+    written = result.get("reward_valid")
+    if written is not None:
+        if not isinstance(written, bool):
+            raise _shape_error(file, "reward_valid", "true or false", written)
+        if written != valid:
+            raise AfbenchError(
+                "contradiction: reward_valid disagrees with the rewards and the error "
+                "policies written beside the exceptions",
+                file=file,
+                field="reward_valid",
+                expected=valid,
+                found=written,
+            )
     disabled = _verification_disabled(result, file, verification_disabled)
     if disabled and has_reward:
         raise AfbenchError(
@@ -375,21 +601,37 @@ def classify_trial(result: dict, file: str, *, verification_disabled: bool = Fal
             field="verifier_result.rewards.reward",
         )
     numeric = isinstance(reward, int | float) and not isinstance(reward, bool)
-    if has_reward and numeric and reward == 1:
-        return {"outcome": "accepted", "reward": 1, "reason": exc_type or "reward 1"}
-    if has_reward and numeric and reward == 0:
-        # an agent timeout that still got a verdict is the agent's failure, not infrastructure
-        return {"outcome": "rejected", "reward": 0, "reason": exc_type or "reward 0"}
-    if has_reward:
+    facts = {"exceptions": [e["type"] for e in exceptions], "reward_valid": valid}
+    if has_reward and not (numeric and reward in (0, 1)):
         shown = reward if numeric and math.isfinite(reward) else repr(reward)
-        return {"outcome": "error", "reward": None, "reason": f"invalid_reward ({shown})"}
+        return {
+            "outcome": "error",
+            "reward": None,
+            "reason": f"invalid_reward ({shown})",
+            **facts,
+        }
+    if has_reward and invalid:
+        # Harbor graded the trial, but its own policy says the reward measures the outage,
+        # not the agent: an error, whichever way the verifier went
+        return {
+            "outcome": "error",
+            "reward": None,
+            "reason": f"{invalid[0]['type']}: reward {reward:g} not valid (Harbor's error "
+            f"policy, {invalid[0]['policy_source']})",
+            **facts,
+        }
+    if has_reward and reward == 1:
+        return {"outcome": "accepted", "reward": 1, "reason": exc_type or "reward 1", **facts}
+    if has_reward:
+        # an agent timeout that still got a verdict is the agent's failure, not infrastructure
+        return {"outcome": "rejected", "reward": 0, "reason": exc_type or "reward 0", **facts}
     if disabled and exc_type in (None, "AgentTimeoutError"):
         # nothing went wrong with the infrastructure: nobody checked the answer
         reason = UNVERIFIED_REASON + (f"; {exc_type}" if exc_type else "")
-        return {"outcome": "unverified", "reward": None, "reason": reason}
+        return {"outcome": "unverified", "reward": None, "reason": reason, **facts}
     if exc_type:
-        return {"outcome": "error", "reward": None, "reason": exc_type}
-    return {"outcome": "error", "reward": None, "reason": "no_reward"}
+        return {"outcome": "error", "reward": None, "reason": exc_type, **facts}
+    return {"outcome": "error", "reward": None, "reason": "no_reward", **facts}
 
 
 def _normal(value: object) -> object:
@@ -446,6 +688,9 @@ def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
         elif kind == "string":
             value = _string(value, file, prefix + key)
         settings[key] = value
+    for key in harbor.TIMEOUT_MULTIPLIERS:
+        if settings[key] == settings["timeout_multiplier"]:
+            settings[key] = None  # the overall multiplier applies: the same behaviour
     if settings["agent.name"] is None and settings["agent.import_path"] is None:
         settings["agent.name"] = harbor.DEFAULT_AGENT
     if settings["environment.type"] is None and settings["environment.import_path"] is None:
@@ -507,9 +752,24 @@ def _model_label(model_info: dict | None) -> str | None:
     return f"{provider}/{model_info['name']}" if provider else model_info["name"]
 
 
-def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: int) -> dict:
+def timeout_label(settings: dict) -> str:
+    """Every timeout multiplier that applies: the overall one, then each phase's own where it
+    differs from the overall one (`timeout x1 (agent x2)`)."""
+    overall = settings["timeout_multiplier"]
+    own = [
+        f"{short} x{settings[key]:g}"
+        for key, short in harbor.TIMEOUT_MULTIPLIERS.items()
+        if settings[key] is not None and settings[key] != overall
+    ]
+    return f"timeout x{overall:g}" + (f" ({', '.join(own)})" if own else "")
+
+
+def harbor_configuration(
+    settings: dict, agent_info: dict | None, n_attempts: int, max_retries: int = 0
+) -> dict:
     """One configuration: its identity, its label (readable and deterministic: the same
-    configuration always gets the same label, whatever else is imported with it) and details."""
+    configuration always gets the same label, whatever else is imported with it) and details.
+    The job's retry setting is part of it: a retried trial is not a trial run once."""
     info = agent_info or {}
     agent = info.get("name") or settings["agent.name"] or settings["agent.import_path"]
     version = info.get("version")
@@ -527,11 +787,12 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
         extras["agent_info.model_info"] = model_info
     if settings["environment.type"] and settings["environment.import_path"]:
         extras["environment.import_path"] = settings["environment.import_path"]
-    timeout = settings["timeout_multiplier"]
     label = (
         f"{agent} {version or '(version unknown)'} | model {model or 'none'} | env "
-        f"{environment} | timeout x{timeout:g} | n_attempts {n_attempts}"
+        f"{environment} | {timeout_label(settings)} | n_attempts {n_attempts}"
     )
+    if max_retries:
+        label += f" | max_retries {max_retries}"
     if extras:
         label += " | settings " + canonical_digest(extras)[:12]
     identity = {
@@ -540,6 +801,7 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
         "model": model,
         "model_info": model_info,
         "n_attempts": n_attempts,
+        "max_retries": max_retries,
         "settings": settings,
     }
     return {
@@ -556,9 +818,119 @@ def harbor_configuration(settings: dict, agent_info: dict | None, n_attempts: in
     }
 
 
+_RETRY_LINE = re.compile(rb"Trial (\S+) failed with exception (.+?)\. Retrying in [0-9.]+ seconds")
+
+
+def _harbor_version(job_dir: str) -> tuple[str | None, str]:
+    """The Harbor that wrote the job (its lock.json's harbor.version) and how that is known.
+    lock.json is Harbor's record of what it resolved, not data afbench scores: one that is
+    absent or unreadable as JSON leaves the version unknown, said so, never a refusal."""
+    file = job_dir + "/lock.json"
+    data = read_regular_file(file, "Harbor job lock", required=False)
+    if data is None:
+        return None, "unknown: no lock.json"
+    try:
+        doc = parse_json_bytes(data, file, "Harbor job lock")
+    except AfbenchError:
+        return None, "unknown: lock.json is not valid JSON"
+    info = doc.get("harbor") if isinstance(doc, dict) else None
+    version = info.get("version") if isinstance(info, dict) else None
+    if not (isinstance(version, str) and harbor.VERSION.fullmatch(version)):
+        return None, "unknown: lock.json names no harbor.version"
+    return version, "lock.json"
+
+
+def _retry_settings(doc: dict, file: str) -> dict:
+    """The job's retry settings (Harbor's RetryConfig; the plans run none: max_retries 0)."""
+    retry = _object(doc.get("retry"), file, "retry") or {}
+    max_retries = retry.get("max_retries", 0)
+    if type(max_retries) is not int or max_retries < 0:
+        raise AfbenchError(
+            "retry.max_retries must be a whole number >= 0",
+            file=file,
+            field="retry.max_retries",
+            expected="a whole number >= 0",
+            found=max_retries if isinstance(max_retries, int | str) else _json_type(max_retries),
+        )
+    settings = {"max_retries": max_retries}
+    for key in ("include_exceptions", "exclude_exceptions"):
+        value = retry.get(key)
+        if value is not None and not (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            raise _shape_error(file, f"retry.{key}", "an array of exception names or null", value)
+        settings[key] = sorted(value) if value is not None else None
+    return settings
+
+
+def _job_result(job_dir: str) -> dict:
+    """What the job's result.json says of the job: its id, whether it finished, its retry
+    count. A job without one, with Harbor's own half-written one, or without finished_at is
+    incomplete, with the reason; anything else that is not such a document is refused."""
+    file = job_dir + "/result.json"
+    data = read_regular_file(file, "Harbor job result", required=False)
+    facts = {"job_id": None, "finished": False, "incomplete": None, "n_retries": None}
+    if data is None:
+        facts["incomplete"] = "no job result.json: the job was stopped before it recorded any"
+        return facts
+    try:
+        doc = parse_json_bytes(data, file, "Harbor job result")
+    except AfbenchError:
+        reason = half_written(data)
+        if reason is None:
+            raise
+        facts["incomplete"] = "job " + reason
+        return facts
+    doc = _object(doc, file, "(top level)", nullable=False)
+    version = doc.get("schema_version")
+    if version is not None and (type(version) is not int or version != 1):
+        raise AfbenchError(
+            "a job result of a schema afbench does not know (Harbor 0.22.0 to 0.26.0 write "
+            "version 1, or none)",
+            file=file,
+            field="schema_version",
+            expected=1,
+            found=version if isinstance(version, int | str) else _json_type(version),
+        )
+    facts["job_id"] = _string(doc.get("id"), file, "id")
+    if _string(doc.get("finished_at"), file, "finished_at") is None:
+        facts["incomplete"] = (
+            "the job's result.json has no finished_at: the job was stopped, or is still running"
+        )
+    else:
+        facts["finished"] = True
+    stats = _object(doc.get("stats"), file, "stats") or {}
+    n_retries = stats.get("n_retries")
+    if n_retries is not None and (type(n_retries) is not int or n_retries < 0):
+        raise _shape_error(file, "stats.n_retries", "a whole number >= 0", n_retries)
+    facts["n_retries"] = n_retries
+    return facts
+
+
+def _logged_retries(job_dir: str) -> dict[str, list[str]] | None:
+    """Each retried trial's first attempts, by trial name: the exception type(s) each retried
+    attempt raised, from Harbor's job.log ("Trial T failed with exception E. Retrying in ...",
+    written at every retry since 0.22.0, appended to on resume). None without job.log. Read a
+    line at a time, so a long job's log of any size is read in bounded memory."""
+    path = job_dir + "/job.log"
+    if not os.path.lexists(path):
+        return None
+    retried: dict[str, list[str]] = {}
+    with fsutil._open_regular(Path(path), "Harbor job log") as (handle, _):
+        for line in handle:
+            if b"Retrying in" not in line:
+                continue
+            found = _RETRY_LINE.search(line)
+            if found:
+                name, kinds = (g.decode("utf-8", "replace") for g in found.groups())
+                retried.setdefault(name, []).append(kinds)
+    return retried
+
+
 def _job(job_dir: str) -> dict:
-    """A job's config.json (required: it makes a folder a Harbor job directory) and, when
-    present, its result.json (the job id)."""
+    """A job's config.json (required: it makes a folder a Harbor job directory), what its
+    result.json says of the job (_job_result), its Harbor version (lock.json) and the error
+    policy table that reads its trials, its retry settings and its logged retries."""
     file = job_dir + "/config.json"
     data = read_regular_file(file, "Harbor job config", required=False)
     if data is None:
@@ -583,13 +955,24 @@ def _job(job_dir: str) -> dict:
     disable = verifier.get("disable", False)
     if not isinstance(disable, bool):
         raise _shape_error(file, "verifier.disable", "true or false", disable)
-    job_id = None
-    result_file = job_dir + "/result.json"
-    data = read_regular_file(result_file, "Harbor job result", required=False)
-    if data is not None:
-        result = parse_json_bytes(data, result_file, "Harbor job result")
-        result = _object(result, result_file, "(top level)", nullable=False)
-        job_id = _string(result.get("id"), result_file, "id")
+    retry = _retry_settings(doc, file)
+    result = _job_result(job_dir)
+    version, version_from = _harbor_version(job_dir)
+    logged = _logged_retries(job_dir)
+    table = harbor.error_policy_table(version)
+    facts = {
+        "job_dir": job_dir,
+        "job_id": result["job_id"],
+        "harbor_version": version,
+        "harbor_version_from": version_from,
+        "error_policy": f"{harbor.ERROR_POLICY_TABLES[table]['source']}, and any policy the "
+        "trial's result.json wrote beside an exception (Harbor 0.26)",
+        "finished": result["finished"],
+        "incomplete": result["incomplete"],
+        "retry": retry,
+        "n_retries": result["n_retries"],
+        "retries_logged": None if logged is None else sum(map(len, logged.values())),
+    }
     return {
         "dir": job_dir,
         "file": file,
@@ -597,7 +980,10 @@ def _job(job_dir: str) -> dict:
         "n_attempts": n_attempts,
         "agents": agents,
         "verification_disabled": disable,
-        "job_id": job_id,
+        "job_id": result["job_id"],
+        "policy_table": table,
+        "retries": logged,
+        "facts": facts,
     }
 
 
@@ -704,12 +1090,15 @@ def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
     config.json when Harbor wrote one, else from the folder's name and the job)."""
     file = trial + "/config.json"
     data = read_regular_file(file, "trial config", required=False)
+    if data is not None and not data.strip():
+        data = None  # Harbor's own empty one (a full disk): as if it had written none
     if data is None:
         return {
             "task_id": name.split("__")[0],
             "trial_name": name,
             "job_id": job["job_id"],
             "settings": trial_settings(_job_trial_config(job, trial), job["file"], ""),
+            "settings_from": "job",
         }
     doc = _object(parse_json_bytes(data, file, "trial config"), file, "(top level)")
     assert doc is not None
@@ -725,6 +1114,7 @@ def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
         "trial_name": trial_name,
         "job_id": job_id or job["job_id"],
         "settings": trial_settings(doc, file, ""),
+        "settings_from": "trial",
     }
 
 
@@ -763,11 +1153,13 @@ def _trial_folders(job_dir: str) -> list[str]:
 
 
 def read_harbor_job(job_dir: Path) -> list[dict]:
-    """Every trial of one Harbor 0.22.0 job directory, with its outcome and configuration.
+    """Every trial of one Harbor job directory (0.22.0 to 0.26.0), with its outcome, its
+    configuration, its retries and the job's own facts (`job`: _job).
 
     A symbolic link, FIFO, socket or device in the job directory, and a result.json that is not
-    a regular file, are refused; a trial folder without result.json is `incomplete`; a folder
-    or file that can not be read is an error, never absent. The job's own facts must agree:
+    a regular file, are refused; a trial folder without result.json, or with Harbor's own empty
+    or half-written one, is `incomplete`; a folder or file that can not be read is an error,
+    never absent. The job's own facts must agree:
     each trial folder is named after its trial, each trial after its task and its task path,
     each belongs to this job (its job id), no trial id is there twice, and no task has more
     trials of a configuration than the job's n_attempts (times its agents).
@@ -787,48 +1179,83 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         raise AfbenchError("not a Harbor job directory (not a folder)", file=job_dir)
     job = _job(job_dir)
     names = _trial_folders(job_dir)
-    with Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/')) or job_dir}") as bar:
+    # the loop makes no reference cycles, yet the collector would walk every attempt and parsed
+    # trial again and again as they pile up (about 7% of an import of 100,000 trials)
+    with (
+        paused_gc(),
+        Progress(len(names), f"reading {os.path.basename(job_dir.rstrip('/')) or job_dir}") as bar,
+    ):
         attempts = _read_trials(job, job_dir, names, bar)
     _check_attempt_counts(job, attempts)
-    check_unique_trials(attempts)
+    # no trial twice in one job: each is named after its folder (one name per folder) and no
+    # trial id is read twice (_read_trials); across jobs, summarize_run's check_unique_trials
     return attempts
+
+
+def _trial_retries(job: dict, trial_name: str) -> tuple[int | None, list[str]]:
+    """How often Harbor retried this trial before the attempt whose folder is left, and what
+    each earlier attempt raised: from job.log; without it, 0 only when no retry can have
+    happened (max_retries 0, or the job counts none), else unknown (None)."""
+    if job["retries"] is not None:
+        first = job["retries"].get(trial_name, [])
+        return len(first), first
+    facts = job["facts"]
+    if facts["retry"]["max_retries"] == 0 or facts["n_retries"] == 0:
+        return 0, []
+    return None, []
 
 
 def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> list[dict]:
     """read_harbor_job's loop over the trial folders `names` of `job`."""
     prefix = job_dir.rstrip("/") + "/" if job_dir != "/" else "/"
     n_attempts, disabled = job["n_attempts"], job["verification_disabled"]
+    max_retries = job["facts"]["retry"]["max_retries"]
+    table = job["policy_table"]
     fallback_job_id = job["job_id"]
     if fallback_job_id is None:
         fallback_job_id = f"job at {os.path.realpath(job_dir)}"
     read = fsutil.read_file_once
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
-    known: dict[str, dict] = {}  # repr of a trial's settings sections -> its configuration
+    # a trial's settings sections, serialised -> [its configuration, its verifier settings]
+    known: dict[bytes, list] = {}
     trial_ids: dict[str, str] = {}
     for name in names:
         bar.advance()
         trial = prefix + name
         file = trial + "/result.json"
         data = read(file, "trial result.json", MAX_INPUT_BYTES, missing_ok=True)
-        if data is None:
+        reason = "no result.json" if data is None else None
+        if data is not None:
+            try:
+                result = parse_json_bytes(data, file, "trial result")
+            except AfbenchError:
+                reason = half_written(data)
+                if reason is None:
+                    raise
+        if reason is not None:
             facts = _incomplete_trial(trial, name, job)
+            retries, first = _trial_retries(job, facts["trial_name"])
             attempt = {
                 "task_id": facts["task_id"],
                 "outcome": "incomplete",
                 "reward": None,
-                "reason": "no result.json",
+                "reason": reason,
                 "cost_usd": None,
                 "trial_name": facts["trial_name"],
+                "trial_id": None,
                 "job_id": facts["job_id"] or fallback_job_id,
                 "trial_dir": trial,
                 "task_checksum": None,
+                "settings_from": facts["settings_from"],
+                "retries": retries,
+                "first_attempts": first,
+                "job": job["facts"],
             }
             pending.append((attempt, facts["settings"]))
             attempts.append(attempt)
             continue
-        result = parse_json_bytes(data, file, "trial result")
-        attempt = classify_trial(result, file, verification_disabled=disabled)
+        attempt = classify_trial(result, file, verification_disabled=disabled, policy_table=table)
         config = result.get("config")
         if type(config) is not dict:
             config = _object(config, file, "config", nullable=False)
@@ -847,7 +1274,9 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
             name, file, task_id, trial_name, config.get("trial_name"), task_path, job_id, job
         )
         trial_id = result.get("id")
-        if type(trial_id) is str:
+        if trial_id is not None and type(trial_id) is not str:
+            trial_id = _string(trial_id, file, "id")
+        if trial_id is not None:
             if trial_id in trial_ids:
                 raise _disagree(
                     file,
@@ -857,39 +1286,52 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
                     trial_id,
                 )
             trial_ids[trial_id] = trial
-        # settings are read once per configuration: the sections that hold them, as text, key
-        # the configuration already made from them (repr tells 1 from 1.0 and True, so a key
-        # is never shared by two different settings)
-        key = repr(
+        # settings are read once per configuration: the sections that hold them, serialised,
+        # key the configuration already made from them. marshal's version 2 writes each value
+        # with its type (1, 1.0 and True differ) and no back-references, so equal sections give
+        # equal bytes and a key is never shared by two different settings; at half repr's cost
+        key = marshal.dumps(
             (
                 config.get("agent"),
                 config.get("environment"),
                 config.get("verifier"),
                 [config.get(k) for k in _TOP_SETTINGS],
                 result.get("agent_info"),
-            )
+            ),
+            2,
         )
-        configuration = known.get(key)
-        if configuration is None:
+        seen = known.get(key)
+        if seen is None:
             settings = trial_settings(config, file)
-            made = harbor_configuration(settings, _agent_info(result, file), n_attempts)
-            configuration = configurations.setdefault(made["key"], made)
-            known[key] = configuration
+            made = harbor_configuration(
+                settings, _agent_info(result, file), n_attempts, max_retries
+            )
+            seen = known[key] = [configurations.setdefault(made["key"], made), None]
+        configuration = seen[0]
         checksum = result.get("task_checksum")
         if checksum is not None and type(checksum) is not str:
             checksum = _string(checksum, file, "task_checksum")
+        retries, first = _trial_retries(job, trial_name)
+        cost = _cost(result, file)
+        if seen[1] is None:  # the verifier section is part of the key: read once per key
+            seen[1] = _verifier_settings(config, file, disabled)
         attempts.append(
             {
                 "task_id": task_id,
                 "outcome": attempt["outcome"],
                 "reward": attempt["reward"],
                 "reason": attempt["reason"],
-                "cost_usd": _cost(result, file),
+                "cost_usd": cost,
                 "trial_name": trial_name,
+                "trial_id": trial_id,
                 "job_id": job_id or fallback_job_id,
                 "trial_dir": trial,
                 "task_checksum": checksum,
-                "verifier": _verifier_settings(config, file, job["verification_disabled"]),
+                "verifier": seen[1],
+                "settings_from": "trial",
+                "retries": retries,
+                "first_attempts": first,
+                "job": job["facts"],
                 **_configuration_fields(configuration),
             }
         )
@@ -911,7 +1353,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
             if like
             else None
         )
-        configuration = harbor_configuration(settings, info, n_attempts)
+        configuration = harbor_configuration(settings, info, n_attempts, max_retries)
         configuration = configurations.setdefault(configuration["key"], configuration)
         attempt.update(_configuration_fields(configuration))
     return attempts
@@ -922,14 +1364,11 @@ def _check_attempt_counts(job: dict, attempts: list[dict]) -> None:
     configuration are not this job's attempts (a trial folder copied in, or two jobs merged),
     and would be counted as best-of-more under a label that says n_attempts."""
     limit = job["n_attempts"] * max(1, len(job["agents"] or ()))
-    counts: dict[tuple[str, str], list[str]] = {}
-    for attempt in attempts:
-        counts.setdefault((attempt["task_id"], attempt["configuration"]), []).append(
-            attempt["trial_dir"]
-        )
-    over = [(key, dirs) for key, dirs in counts.items() if len(dirs) > limit]
+    key = itemgetter("task_id", "configuration")
+    over = [k for k, n in Counter(map(key, attempts)).items() if n > limit]
     if over:
-        (task_id, label), dirs = over[0]
+        task_id, label = over[0]
+        dirs = [a["trial_dir"] for a in attempts if key(a) == over[0]]
         more = f"; and {len(over) - 1} more task(s) like it" if len(over) > 1 else ""
         shown = ", ".join(os.path.basename(d) for d in dirs[:5])
         shown += f" and {len(dirs) - 5} more" if len(dirs) > 5 else ""
@@ -956,34 +1395,42 @@ def _configuration_fields(configuration: dict) -> dict:
     }
 
 
-def _identity(attempt: dict) -> tuple:
+def _identities(attempt: dict) -> list[tuple]:
+    """What makes a trial the trial it is: (trial name, task, job id), and Harbor's own trial
+    id (a new UUID for every trial Harbor runs, retries included) whatever the job ids say."""
     if attempt.get("identity") is not None:
-        return attempt["identity"]
-    return ("trial", attempt["trial_name"], attempt["task_id"], attempt["job_id"])
+        return [attempt["identity"]]
+    keys = [("trial", attempt["trial_name"], attempt["task_id"], attempt["job_id"])]
+    if attempt.get("trial_id"):
+        keys.append(("trial id", attempt["trial_id"]))
+    return keys
 
 
 def check_unique_trials(attempts: list[dict]) -> None:
-    """Refuse a trial (or verdict file) seen twice: the same folder passed twice, or a copy.
-    Duplicates are grouped by the pair of folders holding them, each group naming both paths
-    of its first trial."""
+    """Refuse a trial (or verdict file) seen twice: the same folder passed twice, or a copy
+    (in another job folder too, whatever job id its copy was given). Duplicates are grouped by
+    the pair of folders holding them, each group naming both paths of its first trial."""
     first: dict[tuple, str] = {}
     groups: dict[tuple[str, str], list[tuple[str, str, tuple]]] = {}
     for attempt in attempts:
-        key = _identity(attempt)
         path = attempt["trial_dir"]
-        if key in first:
-            pair = (str(Path(first[key]).parent), str(Path(path).parent))
-            groups.setdefault(pair, []).append((first[key], path, key))
-        else:
-            first[key] = path
+        keys = _identities(attempt)
+        for key in keys:
+            if key in first:
+                pair = (str(Path(first[key]).parent), str(Path(path).parent))
+                groups.setdefault(pair, []).append((first[key], path, key))
+                break
+        for key in keys:
+            first.setdefault(key, path)
     problems = []
     for (one, other), dups in groups.items():
         a, b, key = dups[0]
-        what = (
-            f"trial '{key[1]}' (task {key[2]}, job {key[3]})"
-            if key[0] == "trial"
-            else "verdict file"
-        )
+        if key[0] == "trial":
+            what = f"trial '{key[1]}' (task {key[2]}, job {key[3]})"
+        elif key[0] == "trial id":
+            what = f"trial (Harbor's trial id {key[1]}, whatever job id each copy names)"
+        else:
+            what = "verdict file"
         more = f"; and {len(dups) - 1} more of {one} seen again in {other}" if len(dups) > 1 else ""
         if a == b:
             more += " (the same folder given twice?)"
@@ -1083,6 +1530,102 @@ def _check_same_task(attempts: list[dict], label: str) -> None:
     raise_if(problems)
 
 
+def _bounds(counts: dict, total: int) -> dict:
+    upper = None if counts["unverified"] else (total - counts["rejected"]) / total
+    return {
+        "lower": counts["accepted"] / total,
+        "upper": upper,
+        "upper_withheld": f"{counts['unverified']} task(s) unverified"
+        if counts["unverified"]
+        else None,
+    }
+
+
+def _harbor_jobs(tries: list[dict]) -> list[dict] | None:
+    """What each Harbor job of these trials says of itself: its Harbor version and the error
+    policy that read it, whether it finished (an unfinished job: why), its retry settings and
+    counts. None for verdicts."""
+    jobs = {a["job"]["job_dir"]: a["job"] for a in tries if a.get("job") is not None}
+    return [jobs[d] for d in sorted(jobs)] or None
+
+
+def _retries(tries: list[dict], max_retries: int | None) -> dict | None:
+    """How often Harbor retried these trials (each retry deleted the attempt before it): the
+    retries its job.log names for them, the jobs' own counts, and the trials it retried."""
+    jobs = _harbor_jobs(tries)
+    if jobs is None:
+        return None
+    unknown = [a for a in tries if a["retries"] is None]
+    retried = [a for a in tries if a["retries"]]
+    counts = [j["n_retries"] for j in jobs]
+    return {
+        "max_retries": max_retries,
+        "retries": sum(a["retries"] or 0 for a in tries),
+        "retried_trials": [
+            {
+                "trial_name": a["trial_name"],
+                "task_id": a["task_id"],
+                "retries": a["retries"],
+                "earlier_attempts_raised": a["first_attempts"],
+                "outcome": a["outcome"],
+            }
+            for a in sorted(retried, key=lambda a: a["trial_dir"])
+        ],
+        "trials_with_unknown_retries": len(unknown),
+        "jobs_n_retries": None if None in counts else sum(counts),
+        "note": "Harbor deletes the folder of every attempt it retries: each retry and what "
+        "the attempt before it raised are known only from the job's job.log; stats.n_retries "
+        "counts every retry of the job (all its configurations)"
+        + (
+            f"; {len(unknown)} trial(s) of a job that may have retried but has no job.log: "
+            "their retries are unknown"
+            if unknown
+            else ""
+        ),
+    }
+
+
+RETRY_SHIFT_METHOD = (
+    "Inspect's retry shift: a trial that Harbor retried after an error is not a random draw "
+    "(errors come with longer, harder or costlier trials), so its final outcome is set beside "
+    "the trials that ran once, and the bounds are recomputed as the protocol (-k 1, no "
+    "retries) would have had them: each retried trial at its first attempt, an error whose "
+    "reward Harbor did not keep"
+)
+
+
+def _retry_shift(selected: list[str], tries: list[dict], by_task: dict) -> dict | None:
+    """Retried trials' final outcomes beside those of the trials that ran once, and the bounds
+    of first attempts only; None when nothing was retried or a retry count is unknown."""
+    retried = [a for a in tries if a.get("retries")]
+    if not retried or any(a.get("retries") is None for a in tries):
+        return None
+    once = [a for a in tries if not a["retries"]]
+
+    def outcomes(group: list[dict]) -> dict:
+        return {
+            "trials": len(group),
+            "by_outcome": {
+                o: sum(a["outcome"] == o for a in group) for o in OUTCOMES if o != "missing"
+            },
+        }
+
+    first = []
+    for tid in selected:
+        task_tries = [{**a, "outcome": "error"} if a["retries"] else a for a in by_task[tid]]
+        first.append(task_outcome(task_tries) if task_tries else "missing")
+    counts = {o: first.count(o) for o in OUTCOMES}
+    return {
+        "method": RETRY_SHIFT_METHOD,
+        "retried": outcomes(retried),
+        "ran_once": outcomes(once),
+        "first_attempts_only": {
+            "counts": counts,
+            "success_rate_bounds": _bounds(counts, len(selected)),
+        },
+    }
+
+
 def _summarize_configuration(
     name: str, label: str, details: dict, selected: list[str], tries: list[dict], budget: float
 ) -> tuple[dict, list[dict]]:
@@ -1095,22 +1638,21 @@ def _summarize_configuration(
         task_tries = by_task[tid]
         outcome = task_outcome(task_tries) if task_tries else "missing"
         costs = [a["cost_usd"] for a in task_tries if a["cost_usd"] is not None]
-        rows.append(
-            {
-                "configuration": label,
-                "task_id": tid,
-                "outcome": outcome,
-                "reward": {"accepted": 1, "rejected": 0}.get(outcome),
-                "reason": "; ".join(sorted({a["reason"] for a in task_tries})) or "no trial",
-                "attempts": len(task_tries),
-                "accepted_attempts": sum(a["outcome"] == "accepted" for a in task_tries),
-                "cost_usd": round(sum(costs), 6) if costs else None,
-                "agent": first["agent"],
-                "agent_version": first["agent_version"],
-                "model": first["model"],
-                "trial_dirs": ";".join(a["trial_dir"] for a in task_tries),
-            }
+        row = OUTCOMES_TABLE.row(
+            configuration=label,
+            task_id=tid,
+            outcome=outcome,
+            reward={"accepted": 1, "rejected": 0}.get(outcome),
+            reason="; ".join(sorted({a["reason"] for a in task_tries})) or "no trial",
+            attempts=len(task_tries),
+            accepted_attempts=sum(a["outcome"] == "accepted" for a in task_tries),
+            cost_usd=round(sum(costs), 6) if costs else None,
+            agent=first["agent"],
+            agent_version=first["agent_version"],
+            model=first["model"],
+            trial_dirs=";".join(a["trial_dir"] for a in task_tries),
         )
+        rows.append(row)
     counts = {o: sum(r["outcome"] == o for r in rows) for o in OUTCOMES}
     total = len(rows)
     complete = counts["accepted"] + counts["rejected"] == total
@@ -1128,11 +1670,11 @@ def _summarize_configuration(
                 )
                 / total
             )
-    upper = None if counts["unverified"] else (total - counts["rejected"]) / total
     summary = {
         "configuration": label,
         **details,
         "jobs": sorted({a["job_id"] for a in tries if a["job_id"] is not None}),
+        "harbor_jobs": _harbor_jobs(tries),
         "counts": counts,
         "attempts": {
             "total": len(tries),
@@ -1142,13 +1684,9 @@ def _summarize_configuration(
             },
         },
         "success_rate": counts["accepted"] / total if complete else None,
-        "success_rate_bounds": {
-            "lower": counts["accepted"] / total,
-            "upper": upper,
-            "upper_withheld": f"{counts['unverified']} task(s) unverified"
-            if counts["unverified"]
-            else None,
-        },
+        "success_rate_bounds": _bounds(counts, total),
+        "retries": _retries(tries, details.get("max_retries")),
+        "retry_shift": _retry_shift(selected, tries, by_task),
         "pass_at_k": pass_k or None,
         "pass_at_k_note": None
         if pass_k
@@ -1207,7 +1745,6 @@ def summarize_run(
         configurations.append(summary)
         rows.extend(config_rows)
     summary = {
-        "kind": "afbench local run summary",
         "note": LOCAL_NOTE,
         "condition": "source-free",
         "verifier_provenance_attested": False,
@@ -1229,31 +1766,6 @@ def summarize_run(
     return summary, rows
 
 
-OUTCOME_COLUMNS = [
-    "configuration",
-    "task_id",
-    "outcome",
-    "reward",
-    "reason",
-    "attempts",
-    "accepted_attempts",
-    "cost_usd",
-    "agent",
-    "agent_version",
-    "model",
-    "trial_dirs",
-]
-ATTEMPT_COLUMNS = [
-    "configuration",
-    "task_id",
-    "outcome",
-    "reward",
-    "reason",
-    "cost_usd",
-    "agent",
-    "agent_version",
-    "model",
-    "trial_name",
-    "job_id",
-    "trial_dir",
-]
+# the two CSV tables' columns, as their Table declarations give them
+OUTCOME_COLUMNS = OUTCOMES_TABLE.columns
+ATTEMPT_COLUMNS = ATTEMPTS_TABLE.columns

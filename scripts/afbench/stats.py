@@ -1,7 +1,9 @@
 """Statistics for binary per-task outcomes: intervals (Wilson, clustered over sources), exact
-paired tests, letter displays, power and stratified selection. Pure functions on numbers, lists
-and bitsets, standard library only: job processes import this module and must stay lean (no
-pandas, no numpy)."""
+paired tests (over tasks, and a sign-flip randomisation over sources), letter displays, power
+and stratified selection. Pure functions on numbers, lists and bitsets, standard library only:
+job processes import this module and must stay lean (no pandas, no numpy). The one
+distribution function it needs, the t quantile of a clustered interval, is imported from scipy
+inside `t_quantile`, so only the jobs that build intervals load scipy."""
 
 from __future__ import annotations
 
@@ -193,6 +195,43 @@ def holm(p_values: list[float]) -> list[float]:
     return adjusted
 
 
+SIGN_FLIP_METHOD = (
+    "sign-flip randomisation test over sources (two-sided): the statistic is the sum over "
+    "sources of t_c = only_a_c - only_b_c (the mean paired difference times n); its null "
+    "distribution flips each source's sign independently (a and b exchangeable within a "
+    "source), and p = #{patterns with |sum ±t_c| >= |sum t_c|} / 2^G counts all 2^G patterns "
+    "exactly through their generating function prod_c (1 + x^|t_c|): no Monte Carlo, so no "
+    "draws, seed or Monte Carlo error"
+)
+
+
+def sign_flip_p(sums: Sequence[int]) -> float:
+    """Exact two-sided p of the sign-flip randomisation test of per-cluster integer sums t_c
+    (SIGN_FLIP_METHOD): the share of the 2^G sign patterns e with |sum e_c·t_c| >= |sum t_c|.
+
+    With A = sum |t_c| and K the sum of the |t_c| given a + sign, the statistic is 2K - A, so
+    a pattern is as extreme as the observed T = |sum t_c| when K <= (A - T)/2 or K >= (A +
+    T)/2 (disjoint for T > 0, and mirror images: K <-> A - K). The counts of K are the
+    coefficients of prod_c (1 + x^|t_c|), each at most 2^G: held in one integer with G + 1
+    bits a coefficient, they never carry, and the sum of the first (A - T)/2 + 1 of them (at
+    most 2^G < 2^(G+1) - 1) is that integer's low part modulo 2^(G+1) - 1. So p = 2·that sum
+    / 2^G exactly, in O(G·A) bit operations, for any G."""
+    if any(not isinstance(t, int) for t in sums):
+        raise ValueError("per-cluster sums must be integers")
+    observed = abs(sum(sums))
+    if observed == 0:
+        return 1.0
+    clusters = len(sums)
+    width = clusters + 1
+    generating = 1
+    for t in sums:
+        generating += generating << (width * abs(t))
+    lowest = (sum(map(abs, sums)) - observed) // 2  # A - T is even: sum |t| = sum t mod 2
+    low = generating & ((1 << (width * (lowest + 1))) - 1)
+    count = low % ((1 << width) - 1)
+    return min(1.0, count / (1 << (clusters - 1)))
+
+
 def paired_difference_from_counts(
     only_a: int, only_b: int, n: int, confidence: float = 0.95
 ) -> dict:
@@ -208,54 +247,167 @@ def paired_difference_from_counts(
     return {"difference": mean, "standard_error": se, "low": mean - z * se, "high": mean + z * se}
 
 
+CR2_NOTE = (
+    "CR2 cluster-robust variance over sources (Bell & McCaffrey 2002; for the mean, "
+    "V = sum_c (sum_{i in c} (x_i - mean))^2 / (1 - n_c/n) / n^2) with a t quantile on the "
+    "Bell-McCaffrey degrees of freedom under a working model of tasks correlated within a "
+    "source by the ANOVA estimate of their intra-source correlation (Imbens & Kolesar 2016): "
+    "G - 1 for independent tasks in sources of equal size, fewer when sizes differ and "
+    "sources cohere"
+)
 CLUSTERED_RATE_METHOD = (
-    "clustered standard error over sources (Miller 2024, eq. 4); normal interval "
-    "mean ± z·SE_clustered, clipped to [0, 1]"
+    "Wilson score interval on the effective number of tasks n_eff = p(1 - p) / SE_CR2^2 (at "
+    "most n; Kish's effective sample size, as Korn & Graubard 1998 use it), with the t "
+    "quantile in place of z; " + CR2_NOTE + ". It follows the skew of a rate near 0 or 1"
 )
 CLUSTERED_DIFFERENCE_METHOD = (
-    "paired difference a - b per task; clustered standard error over sources (Miller 2024, "
-    "eq. 4); normal interval mean ± z·SE_clustered, clipped to [-1, 1]"
+    "paired difference a - b per task; mean ± t·SE_CR2, clipped to [-1, 1]; " + CR2_NOTE
 )
+CR0_NOTE = (
+    "se_cr0 is Miller (2024, eq. 4), sqrt(sum_c (sum_{i in c} (x_i - mean))^2) / n, without "
+    "the small-sample correction; design_effect = (se_cr0 / se_iid)^2"
+)
+
+
+def t_quantile(confidence: float, df: float) -> float:
+    """The two-sided t quantile t_{df, (1 + confidence)/2} (scipy, imported here: only the jobs
+    that build intervals pay for it)."""
+    from scipy.special import stdtrit
+
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be positive, not {df}")
+    return float(stdtrit(df, (1 + confidence) / 2))
+
+
+def bell_mccaffrey_df(sizes: Sequence[int], correlation: float = 0.0) -> float | None:
+    """Bell & McCaffrey (2002) degrees of freedom of the CR2 variance of a mean over clusters
+    of these sizes, under a working model in which outcomes of one cluster correlate by
+    `correlation` (Imbens & Kolesar 2016 take it estimated, which matters when the clusters'
+    sizes differ; 0: independent outcomes, the original). The CR2 estimator of the mean is
+    y'GG'y, so df = tr(M)^2 / tr(M^2) with M = G'ΩG, Ω = (1 - ρ)I + ρ·sum_b 1_b 1_b'. With
+    p_c = n_c / n and v_c = p_c / sqrt(1 - p_c), n·G'G = D - vv' (D = diag(p_c / (1 - p_c)))
+    and n·G'1_b1_b'G has entries n·v_c·v_d·(δ_cd - p_c - p_d + sum_b p_b^2) (G'1_b =
+    v_c(δ_bc - p_b)): a G x G matrix. Equal sizes give G - 1 at ρ = 0. None with fewer than
+    two non-empty clusters."""
+    n = sum(sizes)
+    shares = [size / n for size in sizes if size > 0] if n > 0 else []
+    if len(shares) < 2:
+        return None
+    if not 0 <= correlation < 1:
+        raise ValueError(f"the working correlation must be in [0, 1), not {correlation}")
+    import numpy as np  # the G x G matrix, entry for entry the same IEEE operations
+
+    squares = math.fsum(p * p for p in shares)
+    rho = correlation
+    p = np.array(shares)
+    v = p / np.sqrt(1 - p)
+    eye = np.eye(len(shares))
+    products = v[:, None] * v[None, :]
+    weighted = (rho * n) * v[:, None] * v[None, :]
+    matrix = (1 - rho) * (np.diag(p / (1 - p)) - products) + weighted * (
+        eye - p[:, None] - p[None, :] + squares
+    )
+    # fsum: correctly rounded, so the same in any order of the clusters
+    trace = math.fsum(np.diagonal(matrix).tolist())
+    square = math.fsum((matrix * matrix).ravel().tolist())
+    return trace * trace / square
+
+
+def intra_cluster_correlation(
+    sums: Sequence[int], squares: Sequence[int], sizes: Sequence[int]
+) -> float:
+    """The ANOVA estimate of the intra-cluster correlation (Fleiss 1981; n0 for unequal
+    sizes) from each cluster's sum, sum of squares and size, clipped to [0, 0.999]: 0 when it
+    cannot be told (fewer than two non-empty clusters, no within-cluster variation, or
+    singletons only)."""
+    cells = [(t, q, m) for t, q, m in zip(sums, squares, sizes, strict=True) if m > 0]
+    n, g = sum(m for *_, m in cells), len(cells)
+    if g < 2 or n <= g:
+        return 0.0
+    total = sum(t for t, _, _ in cells)
+    explained = math.fsum(t * t / m for t, _, m in cells)
+    between = (explained - total * total / n) / (g - 1)
+    within = (math.fsum(q for _, q, _ in cells) - explained) / (n - g)
+    n0 = (n - math.fsum(m * m for *_, m in cells) / n) / (g - 1)
+    denominator = between + (n0 - 1) * within
+    if denominator <= 0:
+        return 0.0
+    return min(max((between - within) / denominator, 0.0), 0.999)
+
+
+def _wilson_effective(mean: float, variance: float, n: int, t: float) -> tuple[float, float]:
+    """The Wilson score interval with n replaced by n_eff = p(1-p)/variance (at most n; n when
+    the variance is 0, as at 0/n and n/n) and z by t."""
+    pq = mean * (1 - mean)
+    effective = min(n, pq / variance) if variance > 0 else n
+    denom = 1 + t * t / effective
+    centre = (mean + t * t / (2 * effective)) / denom
+    half = t * math.sqrt(pq / effective + t * t / (4 * effective * effective)) / denom
+    low = 0.0 if mean == 0 else max(0.0, centre - half)
+    high = 1.0 if mean == 1 else min(1.0, centre + half)
+    return low, high
 
 
 def _clustered(
     sums: Sequence[int],
     sizes: Sequence[int],
-    sum_of_squares: int,
+    squares: Sequence[int],
     confidence: float,
     bounds: tuple[float, float],
     method: str,
 ) -> dict:
-    """Miller (2024, eq. 4) from per-cluster sums s_c and sizes n_c of integer outcomes:
-    SE_cl = sqrt(sum_c (s_c - n_c·mean)^2) / n and SE_iid = sqrt(sum_i (x_i - mean)^2) / n, the
-    same formula with every task its own cluster. Both radicands are exact integers over powers
-    of n: sum_c (n·s_c - n_c·S)^2 / n^4 and (n·sum x_i^2 - S^2) / n^3 with S = sum_c s_c, so
-    each standard error is rounded twice (one division, one sqrt) and the design effect
-    (SE_cl / SE_iid)^2 = sum_c (n·s_c - n_c·S)^2 / (n·(n·sum x_i^2 - S^2)) once: exactly 1.0
-    when every cluster is a single task, and None when SE_iid is 0 (all outcomes equal).
+    """CR2 (Bell & McCaffrey 2002) from per-cluster sums s_c and sizes n_c of integer
+    outcomes. For the mean (an intercept-only regression) the hat matrix's block for cluster
+    c is J/n, so the CR2 adjustment (I - H_cc)^(-1/2) scales the cluster's residual sum by
+    1 / sqrt(1 - n_c/n): SE_CR2^2 = sum_c (s_c - n_c·mean)^2 / (1 - n_c/n) / n^2, with
+    `bell_mccaffrey_df` degrees of freedom under the working correlation estimated from the
+    data (`intra_cluster_correlation`; Imbens & Kolesar 2016). Rates (bounds (0, 1)) get the
+    Wilson interval on the effective number of tasks, differences mean ± t·SE_CR2.
 
-    SE_iid is the unclustered term with the plug-in variance (1/n), for which eq. 4's SE_CLT^2
-    plus the within-cluster cross products is exactly SE_cl^2; `standard_error` (eq. 2, sample
-    variance) is sqrt(n/(n-1)) times SE_iid. With few clusters (24 sources) this estimator is
-    biased low, so the normal interval is, if anything, too narrow."""
+    Beside it: se_cr0, Miller (2024, eq. 4), sqrt(sum_c (n·s_c - n_c·S)^2 / n^4), and se_iid =
+    sqrt((n·sum x_i^2 - S^2) / n^3), both exact integers over powers of n rounded twice, and
+    the design effect (se_cr0 / se_iid)^2 = sum_c (n·s_c - n_c·S)^2 / (n·(n·sum x_i^2 -
+    S^2)), rounded once: exactly 1.0 when every cluster is one task, None when se_iid is 0.
+    With fewer than two non-empty clusters there is no CR2 variance: se_clustered and df are
+    None and the interval is the whole range."""
     n, total = sum(sizes), sum(sums)
     if n <= 0:
         raise ValueError("need at least one task")
-    between = sum((n * s - size * total) ** 2 for s, size in zip(sums, sizes, strict=True))
-    within = n * sum_of_squares - total * total
+    if not 0 < confidence < 1:
+        raise ValueError("confidence must be between 0 and 1")
+    residuals = [(n * s - size * total, size) for s, size in zip(sums, sizes, strict=True)]
+    between = sum(r * r for r, _ in residuals)
+    within = n * sum(squares) - total * total
     mean = total / n
-    se_clustered = math.sqrt(between / n**4)
-    half = z_for(confidence) * se_clustered
+    correlation = intra_cluster_correlation(sums, squares, sizes)
+    df = bell_mccaffrey_df(sizes, correlation)
+    if df is None:
+        se, low, high = None, bounds[0], bounds[1]
+    else:
+        # (s_c - n_c·mean)^2 / (1 - n_c/n) / n^2 = r_c^2 / (n - n_c) / n^3 with the exact
+        # integer r_c = n·s_c - n_c·S: one correctly rounded division a term
+        variance = math.fsum(r * r / (n - size) for r, size in residuals if size) / n**3
+        se = math.sqrt(variance)
+        t = t_quantile(confidence, df)
+        if bounds == (0.0, 1.0):
+            low, high = _wilson_effective(mean, variance, n, t)
+        else:
+            low, high = max(bounds[0], mean - t * se), min(bounds[1], mean + t * se)
     return {
         "mean": mean,
-        "se_clustered": se_clustered,
+        "se_clustered": se,
+        "df": df,
+        "correlation": correlation,
+        "se_cr0": math.sqrt(between / n**4),
         "se_iid": math.sqrt(within / n**3),
         "design_effect": between / (n * within) if within else None,
         "clusters": sum(1 for size in sizes if size > 0),
         "tasks": n,
         "confidence": confidence,
-        "low": max(bounds[0], mean - half),
-        "high": min(bounds[1], mean + half),
+        "low": low,
+        "high": high,
         "method": method,
     }
 
@@ -275,10 +427,11 @@ def _sums_by_cluster(values: Sequence[int], clusters: Sequence[Hashable]) -> lis
 def clustered_rate(
     successes: Sequence[int], clusters: Sequence[Hashable], confidence: float = 0.95
 ) -> dict:
-    """Success rate over tasks with the clustered standard error over their sources (Miller
-    2024, eq. 4), from per-task success (0/1 or bools) and each task's cluster id. Returns
-    mean, se_clustered, se_iid, design_effect (None if se_iid is 0), clusters, tasks,
-    confidence, low, high (mean ± z·se_clustered clipped to [0, 1]) and method."""
+    """Success rate over tasks with its cluster-robust (CR2) standard error over their
+    sources, from per-task success (0/1 or bools) and each task's cluster id. Returns mean,
+    se_clustered (CR2), df (Bell-McCaffrey), se_cr0 (Miller 2024, eq. 4), se_iid,
+    design_effect (None if se_iid is 0), clusters, tasks, confidence, low, high (the Wilson
+    interval on the effective number of tasks, t on df: CLUSTERED_RATE_METHOD) and method."""
     if any(x not in (0, 1) for x in successes):
         raise ValueError("successes must be 0 or 1")
     sums = _sums_by_cluster([int(x) for x in successes], clusters)
@@ -296,14 +449,14 @@ def clustered_rate_from_counts(
         raise ValueError("one size per source is needed")
     if any(not 0 <= k <= size for k, size in zip(passes, sizes, strict=True)):
         raise ValueError("passes must be between 0 and the source's task count")
-    return _clustered(passes, sizes, sum(passes), confidence, (0.0, 1.0), CLUSTERED_RATE_METHOD)
+    return _clustered(passes, sizes, passes, confidence, (0.0, 1.0), CLUSTERED_RATE_METHOD)
 
 
 def clustered_difference(
     differences: Sequence[int], clusters: Sequence[Hashable], confidence: float = 0.95
 ) -> dict:
-    """Mean paired difference a_i - b_i (each -1, 0 or 1) with the clustered standard error over
-    sources (Miller 2024, eq. 4). Same fields as `clustered_rate`; low and high clipped to
+    """Mean paired difference a_i - b_i (each -1, 0 or 1) with its CR2 standard error over
+    sources. Same fields as `clustered_rate`; low and high are mean ± t·se_clustered clipped to
     [-1, 1]."""
     if any(d not in (-1, 0, 1) for d in differences):
         raise ValueError("paired differences must be -1, 0 or 1")
@@ -329,7 +482,7 @@ def clustered_difference_from_counts(
     return _clustered(
         [a - b for a, b in zip(only_a, only_b, strict=True)],
         sizes,
-        sum(only_a) + sum(only_b),
+        [a + b for a, b in zip(only_a, only_b, strict=True)],
         confidence,
         (-1.0, 1.0),
         CLUSTERED_DIFFERENCE_METHOD,
@@ -731,3 +884,9 @@ def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
         if not dominated:
             frontier.append(name)
     return sorted(frontier, key=lambda n: points[n][0])
+
+
+def letters_text(letters: list[str]) -> str:
+    """A model's letters as one cell: run together ('ab'), or with spaces when some letter has
+    more than one character (past 'z': 'z aa')."""
+    return ("" if all(len(x) == 1 for x in letters) else " ").join(letters)

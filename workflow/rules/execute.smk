@@ -11,6 +11,7 @@ rule run_trial:
         catalog=rules.export_catalog.output,
         selection=lambda w: selection(w.selection),
         checkout=DEMO_CHECKOUT,
+        earlier=earlier_round_receipts,
     output:
         trial_receipt("{selection}", "{label}", "{task}", "{attempt}"),
     log:
@@ -32,13 +33,68 @@ rule run_trial:
         pass_env=options("pass-env", EXECUTE["pass_env"]),
         allow=setting("allow-model-agent", "execute/allow_model_agents"),
         ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
+        cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
+        rerun=setting("rerun-interrupted", "execute/rerun_interrupted"),
+        meter=setting("meter-interval-s", "execute/meter_interval_s"),
+        earlier=lambda w, input: options("earlier-receipt", input.earlier),
+        round=lambda w: option("partial-round", partial_round(w)),
         ledger=option("ledger", LIVE_LEDGER),
     shell:
         "afbench job run-trial --plan={input.plan:q} --catalog={input.catalog:q} "
         "--selection={input.selection:q} {params.agent} {params.model} {params.repository} "
         "{params.tasks_dir} {params.jobs_dir} {params.environment_type} {params.harbor} "
         "{params.task} {params.attempt} {params.env} {params.pass_env} {params.allow} "
-        "{params.ceiling} {params.ledger} --output={output:q} 2> {log:q}"
+        "{params.ceiling} {params.cap} {params.rerun} {params.meter} {params.earlier} "
+        "{params.round} {params.ledger} --output={output:q} 2> {log:q}"
+
+
+checkpoint decide_step:
+    """The sealed comparison after `step` steps (0: before any trial): the sequential test on
+    every trial run so far, and whether the run stops (a decision, futility, the horizon, the
+    ceiling) or which trials run next. A checkpoint: the next step's trials are known only
+    once it is written. The sealed plan is read, not declared (sealed_comparison)."""
+    input:
+        harbor_plans=comparison_plans,
+        receipts=lambda w: comparison_receipts_before(int(w.step)),
+    output:
+        sequential_step("{step}"),
+    log:
+        f"{LOGS}/decide_step/step-{{step}}.log",
+    wildcard_constraints:
+        step=r"0|[1-9][0-9]*",
+    localrule: True
+    conda:
+        AFBENCH_ENV
+    params:
+        **decide_params(),
+        step=lambda w: option("step", w.step),
+    shell:
+        "afbench job decide-step {params.analysis_plan} {params.sealed} "
+        "{params.harbor_plans} {params.receipts} {params.step} {params.attempts} "
+        "{params.ledger} {params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
+
+
+rule decide_comparison:
+    """The comparison's decision record: its last step, derived again from every trial it ran
+    (the same bytes)."""
+    input:
+        harbor_plans=comparison_plans,
+        receipts=lambda w: comparison_receipts(),
+        last=last_step,
+    output:
+        SEQUENTIAL_DECISION,
+    log:
+        f"{LOGS}/decide_comparison.log",
+    localrule: True
+    conda:
+        AFBENCH_ENV
+    params:
+        **decide_params(),
+        step=lambda w: option("step", comparison_run()[1]),
+    shell:
+        "afbench job decide-comparison {params.analysis_plan} {params.sealed} "
+        "{params.harbor_plans} {params.receipts} {params.step} {params.attempts} "
+        "{params.ledger} {params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
 
 
 rule import_executed:
@@ -47,21 +103,26 @@ rule import_executed:
     input:
         selection=lambda w: selection(w.selection),
         receipts=lambda w: executed_receipts(w.selection),
+        reused=lambda w: reused_receipts(w.selection),
         checksums=lambda w: task_checksums(w.selection),
     output:
         **{f.split(".")[0]: f"{run_dir('executed-{selection}')}/{f}" for f in RUN_FILES},
     log:
         f"{LOGS}/import_executed/{{selection}}.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
         name=lambda w: option("name", f"executed-{w.selection}"),
         receipts=lambda w, input: options("receipt", input.receipts),
+        reused=lambda w, input: options("reused-receipt", input.reused),
+        plan=lambda w: analysis_plan_flags(w.selection),
         checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
         "afbench job import-executed --selection={input.selection:q} {params.name} "
-        "{params.receipts} {params.checksums} --summary={output.summary:q} "
-        "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
+        "{params.receipts} {params.reused} {params.plan} {params.checksums} "
+        "--summary={output.summary:q} --outcomes={output.outcomes:q} "
+        "--attempts={output.attempts:q} 2> {log:q}"
 
 
 rule write_cost_ledger:
@@ -73,6 +134,7 @@ rule write_cost_ledger:
         COST_LEDGER,
     log:
         f"{LOGS}/write_cost_ledger.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -90,13 +152,19 @@ use rule render_report as render_executed_report with:
         **report_inputs(
             [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)],
             ledger=[COST_LEDGER],
+            sequential=[SEQUENTIAL_DECISION] if BATCHED else [],
+        ),
+        **beyond_leaderboard_inputs(
+            [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]
         ),
         figures=rules.render_figures.output.figures,
+        comparisons=cross_revision_files(),
     output:
         html=f"{REPORT}/executed/index.html",
         analysis=f"{REPORT}/executed/analysis.json",
     log:
         f"{LOGS}/render_executed_report.log",
+    localrule: True  # a `use rule` does not inherit it
 
 
 rule execute:
@@ -106,7 +174,9 @@ rule execute:
         guard=execute_guard,
         report=rules.render_executed_report.output,
         ledger=COST_LEDGER,
+    localrule: True
 
 
 onsuccess:
     tell_cost_ledger()
+    tell_decision()

@@ -12,6 +12,7 @@ rule import_model:
         f"{LOGS}/import_model/{{model}}.log",
     wildcard_constraints:
         model="|".join(re.escape(m) for m in MODELS) or "^$",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -36,6 +37,7 @@ rule compare_models:
         leaderboard=f"{IMPORTS}/leaderboard.csv",
     log:
         f"{LOGS}/compare_models.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -54,3 +56,4 @@ rule imports:
     """Target: every selected model imported and the comparison summary."""
     input:
         stage_targets()["imports"],
+    localrule: True

@@ -10,6 +10,7 @@ checkpoint write_plan:
         f"{REV}/plans/{{selection}}/{{label}}.json",
     log:
         f"{LOGS}/write_plan/{{selection}}/{{label}}.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -25,3 +26,4 @@ rule plans:
     """Target: every configured plan."""
     input:
         stage_targets()["plans"],
+    localrule: True

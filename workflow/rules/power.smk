@@ -9,6 +9,7 @@ rule plan_power:
         POWER_PLAN,
     log:
         f"{LOGS}/plan_power.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -16,14 +17,21 @@ rule plan_power:
         tasks=setting("tasks", "power/tasks"),
         alpha=setting("alpha", "power/alpha"),
         power=setting("power", "power/power"),
+        configurations=setting("configurations", "power/configurations"),
         baseline_rate=setting("baseline-rate", "power/baseline_rate"),
         imports=lambda w, input: options("import", input.imports),
+        sequential=setting("sequential-tasks", "power/sequential_tasks"),
+        batch_tasks=setting("batch-tasks", "power/batch_tasks"),
+        usd_per_task=setting("usd-per-task", "power/usd_per_task"),
     shell:
         "afbench job plan-power {params.difference} {params.tasks} {params.alpha} "
-        "{params.power} {params.baseline_rate} {params.imports} --output={output:q} 2> {log:q}"
+        "{params.power} {params.configurations} {params.baseline_rate} {params.imports} "
+        "{params.sequential} {params.batch_tasks} {params.usd_per_task} --output={output:q} "
+        "2> {log:q}"
 
 
 rule power:
     """Target (not in `all`): the run plan; its one line is printed and in its JSON."""
     input:
         POWER_PLAN,
+    localrule: True

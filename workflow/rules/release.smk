@@ -5,18 +5,27 @@ rule build_demo_upstream:
     """The demo release's git repository (a reproducible commit) from resources/."""
     input:
         lambda w: sorted(
-            str(p) for p in Path(config["demo"]["release_files"]).rglob("*") if p.is_file()
+            str(p)
+            for folder in [config["demo"]["release_files"], config["demo"]["upgrade_files"]]
+            if folder
+            for p in Path(folder).rglob("*")
+            if p.is_file()
         ),
     output:
         directory(DEMO_CHECKOUT or "demo-upstream"),
     log:
         f"{LOGS}/build_demo_upstream.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
         release_files=setting("release-files", "demo/release_files") if DEMO else "",
+        upgrade_files=options(
+            "upgrade-files", [f for f in [DEMO and config["demo"]["upgrade_files"]] if f]
+        ),
     shell:
-        "afbench job build-demo-upstream {params.release_files} --output={output:q} 2> {log:q}"
+        "afbench job build-demo-upstream {params.release_files} {params.upgrade_files} "
+        "--output={output:q} 2> {log:q}"
 
 
 rule fetch_file:
@@ -30,6 +39,7 @@ rule fetch_file:
         f"{LOGS}/fetch_file/{{path}}.log",
     wildcard_constraints:
         path="|".join(re.escape(p) for p in BY_PATH) or "^$",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -54,6 +64,7 @@ rule write_release_identity:
         RELEASE_IDENTITY,
     log:
         f"{LOGS}/write_release_identity.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -74,7 +85,7 @@ rule write_release_identity:
             "image",
             [
                 f"{i['role']}={i['reference'] or ''}@{i['digest'] or ''}"
-                for i in lookup(dpath="release/images", within=config)
+                for i in config_lookup("release/images")
             ],
         ),
     shell:
@@ -97,6 +108,7 @@ rule verify_file:
         f"{LOGS}/verify_file/{{key}}.log",
     wildcard_constraints:
         key="|".join(re.escape(k) for k in FILES) or "^$",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -116,6 +128,7 @@ rule verify_release:
         RECEIPT,
     log:
         f"{LOGS}/verify_release.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -130,6 +143,7 @@ rule fetch:
     """Target: the verified release and its receipt."""
     input:
         stage_targets()["fetch"],
+    localrule: True
 
 
 rule discover_release:
@@ -139,6 +153,7 @@ rule discover_release:
         discovery=f"{REV}/discovery.json",
     log:
         f"{LOGS}/discover.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -167,3 +182,4 @@ rule discover:
     """Target (not in `all`): the discovery report and the config fragment to review."""
     input:
         rules.discover_release.output,
+    localrule: True

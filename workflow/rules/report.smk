@@ -6,48 +6,64 @@ rule render_figures:
     show (a local run, a provenance setting) does not redraw them."""
     input:
         **report_inputs([]),
+        anatomy=OFFICIAL_ANATOMY,
     output:
         figures=[
             report(f, caption="../report/figure.rst", category="Figures") for f in report_figures()
         ],
     log:
         f"{LOGS}/render_figures.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
         imports=lambda w, input: options("import", input.imports),
         figures=lambda w, output: options("figure", output.figures),
         confidence=setting("confidence", "report/confidence"),
+        anatomy=lambda w, input: option("anatomy", input.anatomy),
     shell:
         "afbench job render-figures --summary={input.summary:q} {params.imports} "
         "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.confidence} "
-        "{params.figures} 2> {log:q}"
+        "{params.figures} {params.anatomy} 2> {log:q}"
 
 
 rule render_report:
     """The analysis and the self-contained HTML report, which embeds the figures."""
     input:
         **report_inputs(config["runs"]),
+        **beyond_leaderboard_inputs(config["runs"]),
         figures=rules.render_figures.output.figures,
+        comparisons=cross_revision_files(),
     output:
         html=report(f"{REPORT}/index.html", caption="../report/index.rst", category="Report"),
         analysis=f"{REPORT}/analysis.json",
     log:
         f"{LOGS}/render_report.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
         imports=lambda w, input: options("import", input.imports),
         runs=lambda w, input: options("run", input.runs),
         ledger=lambda w, input: options("ledger", input.ledger),
+        sequential=lambda w, input: options("sequential-run", input.sequential),
         figures=lambda w, input: options("figure", input.figures),
         confidence=setting("confidence", "report/confidence"),
         settings_digest=option("settings-digest", report_settings_digest()),
+        beyond=lambda w, input: " ".join(
+            [
+                option("anatomy", input.anatomy),
+                options("run-anatomy", input.run_anatomy),
+                options("task-table", input.task_table),
+                options("comparisons", input.comparisons),
+            ]
+        ),
     shell:
         "afbench job render-report --summary={input.summary:q} {params.imports} "
         "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.runs} "
         "{params.confidence} {params.settings_digest} {params.figures} "
-        "--html={output.html:q} --analysis={output.analysis:q} {params.ledger} 2> {log:q}"
+        "--html={output.html:q} --analysis={output.analysis:q} {params.ledger} "
+        "{params.sequential} {params.beyond} 2> {log:q}"
 
 
 rule write_artifact_manifest:
@@ -59,6 +75,7 @@ rule write_artifact_manifest:
         ARTIFACT_MANIFEST,
     log:
         f"{LOGS}/write_artifact_manifest.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -75,3 +92,4 @@ rule report:
     input:
         stage_targets()["report"],
         ARTIFACT_MANIFEST,
+    localrule: True

@@ -11,16 +11,16 @@ rule checksum_tasks:
         f"{REV}/tasks/checksums/{{selection}}.json",
     log:
         f"{LOGS}/checksum_tasks/{{selection}}.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
         repository=lambda w, input: option(
             "repository-dir", absolute(input.checkout if DEMO else CHECKOUT)
         ),
-        tasks_dir=setting("tasks-dir", "plans/tasks_dir"),
     shell:
         "afbench job checksum-tasks --selection={input.selection:q} {params.repository} "
-        "{params.tasks_dir} --output={output:q} 2> {log:q}"
+        "--output={output:q} 2> {log:q}"
 
 
 rule import_run:
@@ -34,6 +34,7 @@ rule import_run:
         f"{LOGS}/import_run/{{name}}.log",
     wildcard_constraints:
         name="|".join(re.escape(n) for n in config["runs"]) or "^$",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -52,3 +53,4 @@ rule runs:
     """Target: every configured local run imported."""
     input:
         stage_targets()["runs"],
+    localrule: True

@@ -10,6 +10,7 @@ rule export_catalog:
         CATALOG,
     log:
         f"{LOGS}/export_catalog.log",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -19,7 +20,7 @@ rule export_catalog:
         expected_counts=option(
             "expected-counts",
             ",".join(
-                str(lookup(dpath=f"release/expected_counts/{key}", within=config))
+                str(config_lookup(f"release/expected_counts/{key}"))
                 for key in ("tasks", "sources", "obligations")
             ),
         ),
@@ -31,13 +32,17 @@ rule export_catalog:
 
 rule select_tasks:
     input:
-        rules.export_catalog.output,
+        catalog=rules.export_catalog.output,
+        # a frozen selection records its members' digests, held to the previous release's
+        digests=lambda w: [TASK_DIGESTS] if frozen(w.name) else [],
+        earlier=lambda w: earlier_selection(w.name),
     output:
         selection("{name}"),
     log:
         f"{LOGS}/select_tasks/{{name}}.log",
     wildcard_constraints:
         name="|".join(re.escape(n) for n in config["selections"]) or "^$",
+    localrule: True
     conda:
         AFBENCH_ENV
     params:
@@ -48,12 +53,17 @@ rule select_tasks:
             "limit", [n for n in [config["selections"][w.name]["limit"]] if n is not None]
         ),
         stratified=lambda w: stratified_flags(config["selections"][w.name]["stratified"]),
+        frozen=lambda w: option("frozen", frozen(w.name)),
+        digests=lambda w, input: options("digests", input.digests),
+        earlier=lambda w, input: options("earlier", input.earlier),
     shell:
-        "afbench job select-tasks --catalog={input:q} {params.name} {params.tasks} "
-        "{params.sources} {params.limit} {params.stratified} --output={output:q} 2> {log:q}"
+        "afbench job select-tasks --catalog={input.catalog:q} {params.name} {params.tasks} "
+        "{params.sources} {params.limit} {params.stratified} {params.frozen} "
+        "{params.digests} {params.earlier} --output={output:q} 2> {log:q}"
 
 
 rule tasks:
     """Target: the catalog and every configured selection."""
     input:
         stage_targets()["tasks"],
+    localrule: True

@@ -35,7 +35,7 @@ QUIET_HELP = (
 )
 
 
-_CHOICE = re.compile(r"invalid choice: (.*) \(choose from (.*)\)$", re.S)
+_CHOICE = r"(?s)invalid choice: (.*) \(choose from (.*)\)$"
 
 
 class Parser(argparse.ArgumentParser):
@@ -43,7 +43,7 @@ class Parser(argparse.ArgumentParser):
     out of a flag's choices said as what was expected and what was found."""
 
     def error(self, message: str):  # type: ignore[override]
-        message = _CHOICE.sub(r"expected one of \2, found \1", message)
+        message = re.sub(_CHOICE, r"expected one of \2, found \1", message)
         self.exit(
             2,
             printable(f"afbench: error: {self.prog}: {message} (see {self.prog} --help)", 4000)
@@ -65,10 +65,20 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only` (the command words of argv), just that command's
     arguments are filled in (the others are listed by name)."""
     from .jobs import JOBS
-    from .seed import COMMANDS, DEMO
 
     def wanted(*words: str) -> bool:
         return only is None or list(only[: len(words)]) == list(words)
+
+    # A job's start-up builds its own parser alone: no user command is imported or built, and
+    # no other job's (each subparser costs argparse ~1 ms, 30 of them a third of a start-up).
+    # A word that names no job gets them all, so argparse's refusal lists the choices.
+    one_job = bool(only) and only[0] == "job"
+    if one_job:
+        COMMANDS, DEMO = {}, {}
+        if len(only) > 1 and only[1] in JOBS:
+            JOBS = {only[1]: JOBS[only[1]]}
+    else:
+        from .seed import COMMANDS, DEMO
 
     parser = _parser("afbench", DESCRIPTION, "afbench fetch --release-dir .cache/af --all-models")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -90,10 +100,13 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
 
     for name, command in COMMANDS.items():
         add(sub, name, command, name)
-    demo = sub.add_parser("demo", help="the synthetic demo release: its files or its repository")
-    demo_sub = demo.add_subparsers(dest="action", required=True, metavar="ACTION")
-    for name, command in DEMO.items():
-        add(demo_sub, name, command, "demo", name)
+    if not one_job:
+        demo = sub.add_parser(
+            "demo", help="the synthetic demo release: its files or its repository"
+        )
+        demo_sub = demo.add_subparsers(dest="action", required=True, metavar="ACTION")
+        for name, command in DEMO.items():
+            add(demo_sub, name, command, "demo", name)
     job = sub.add_parser(
         "job",
         help="the pipeline's commands, one per Snakemake rule (files and typed settings only)",

@@ -6,21 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .. import kinds  # each kind asked for when used: a job builds only its own
 from ..errors import AfbenchError
 from ..fsutil import csv_output, json_output, write_outputs
-from ..records import (
-    CATALOG,
-    COST_LEDGER,
-    RECEIPT,
-    RUN_SUMMARY,
-    SELECTION,
-    SUMMARY,
-    TASK_CHECKSUMS,
-    TRIAL_RECEIPT,
-    VERIFIED_FILE,
-    read_record,
-    record,
-)
 
 RUN_FILES = {"summary": "summary.json", "outcomes": "outcomes.csv", "attempts": "attempts.csv"}
 REPORT_FILES = {"html": "index.html", "analysis": "analysis.json"}
@@ -30,7 +18,9 @@ def verified_entries(paths: list[Path]) -> tuple[dict, dict]:
     """Verified file entries by key, from receipts or verified-file records, and their release."""
     from ..release import collect_verified
 
-    return collect_verified([(str(p), read_record(p, RECEIPT, VERIFIED_FILE)) for p in paths])
+    return collect_verified(
+        [(str(p), kinds.read_any(p, kinds.RECEIPT, kinds.VERIFIED_FILE)) for p in paths]
+    )
 
 
 def compare_models(
@@ -44,10 +34,11 @@ def compare_models(
 ) -> list[str]:
     """The like-for-like comparison of model imports: summary and leaderboard, together.
     Returns the differences from the authors' published facts, as warnings."""
-    from ..analysis import letters_text
+    from ..compare import LEADERBOARD_COLUMNS, reduced, summarize
     from ..errors import raise_if
-    from ..official import LEADERBOARD_COLUMNS, read_outcomes, reduced, summarize
+    from ..official import read_outcomes
     from ..release import stale_imports
+    from ..stats import letters_text
 
     read = [(str(path), reduced(read_outcomes(path))) for path in imports]
     if verified:
@@ -56,7 +47,10 @@ def compare_models(
         raise_if(stale_imports(read, pins))
     result = summarize([imp for _, imp in read], strict_budget, published, strict_published)
     rows = [
-        [_cell(letters_text(row[c]) if c == "letters" else row[c]) for c in LEADERBOARD_COLUMNS]
+        [
+            _cell(letters_text(row[c]) if c.startswith("letters") else row[c])
+            for c in LEADERBOARD_COLUMNS
+        ]
         for row in result["leaderboard"]
     ]
     write_outputs(
@@ -86,13 +80,19 @@ def import_run(
     budget_usd: float | None,
     outputs: dict[str, Path],
     task_checksums: Path | None = None,
+    *,
+    analysis_plan: tuple[dict, list[dict]] | None = None,
+    reused: list[dict] | tuple = (),
 ) -> None:
     """A local run (Harbor job folders or verdict folders) over its selection: summary (with
     each configuration's protocol-conformance certificate), outcomes and attempts, written
     together. No budget: the release's nominal budget. `task_checksums`: the exporter's
     output for the selection's tasks (conformance.exported_checksums), which a Harbor run's
-    task checksums are compared with."""
+    task checksums are compared with. `analysis_plan`: a sealed plan and the run's receipts,
+    checked against each other (conformance.plan_conformance); `reused`: the receipts of an
+    upgrade's results carried over from the previous release (named in the summary)."""
     from ..conformance import certify_run
+    from ..csvtable import paused_gc
     from ..fsutil import check_name
     from ..runs import (
         ATTEMPT_COLUMNS,
@@ -102,43 +102,60 @@ def import_run(
         summarize_run,
     )
 
-    check_name(name, "run name")
-    selection = read_record(selection_path, SELECTION)
-    if not folders:
-        raise AfbenchError("nothing to import: no job or verdict folder given", field="--path")
-    budget = selection["release"]["nominal_budget_usd"] if budget_usd is None else budget_usd
-    reader = read_harbor_job if kind == "harbor" else read_verdict_dir
-    attempts = [a for folder in folders for a in reader(Path(folder))]
-    summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
-    exported = read_record(task_checksums, TASK_CHECKSUMS) if task_checksums else None
-    summary = {**record(RUN_SUMMARY), **certify_run(summary, attempts, kind, exported)}
-    write_outputs(
-        [
-            csv_output(
-                outputs["attempts"],
-                ATTEMPT_COLUMNS,
-                ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts),
-            ),
-            csv_output(
-                outputs["outcomes"],
-                OUTCOME_COLUMNS,
-                ([r[c] for c in OUTCOME_COLUMNS] for r in rows),
-            ),
-            json_output(outputs["summary"], summary),
-        ],
-        about=summary,
-    )
+    # an import makes no reference cycles, yet the collector would walk every attempt, parsed
+    # trial and row again and again as they pile up (a sixth of an import of 100,000 trials)
+    with paused_gc():
+        check_name(name, "run name")
+        selection = kinds.SELECTION.read(selection_path)
+        if not folders:
+            raise AfbenchError("nothing to import: no job or verdict folder given", field="--path")
+        budget = selection["release"]["nominal_budget_usd"] if budget_usd is None else budget_usd
+        reader = read_harbor_job if kind == "harbor" else read_verdict_dir
+        attempts = [a for folder in folders for a in reader(Path(folder))]
+        summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
+        exported = kinds.TASK_CHECKSUMS.read(task_checksums) if task_checksums else None
+        summary = certify_run(summary, attempts, kind, exported)
+        beside: dict = {}
+        if analysis_plan is not None:
+            from ..conformance import plan_conformance
+
+            beside["analysis_plan"] = plan_conformance(analysis_plan[0], summary, analysis_plan[1])
+        if reused:
+            beside["carried_over"] = {
+                "note": "results of tasks the upgrade plan reuses (unchanged), carried over from "
+                "the previous release's executed trials; every other task ran on this release",
+                "previous_revision": reused[0]["release"]["revision"],
+                "tasks": sorted({r["task_id"] for r in reused}),
+            }
+        summary = kinds.RUN_SUMMARY.record(**summary, **beside)
+        write_outputs(
+            [
+                csv_output(
+                    outputs["attempts"],
+                    ATTEMPT_COLUMNS,
+                    ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts),
+                ),
+                csv_output(
+                    outputs["outcomes"],
+                    OUTCOME_COLUMNS,
+                    ([r[c] for c in OUTCOME_COLUMNS] for r in rows),
+                ),
+                json_output(outputs["summary"], summary),
+            ],
+            about=summary,
+        )
 
 
 def executed_job_folders(receipts: list[Path]) -> list[Path]:
-    """The Harbor job folders that `afbench job run-trial` receipts name (a trial refused at
-    the cost ceiling has none)."""
-    read = [read_record(path, TRIAL_RECEIPT) for path in receipts]
+    """The Harbor job folders that `afbench job run-trial` receipts name (a trial that did not
+    run has none: refused at the cost ceiling, or interrupted earlier and not run again)."""
+    read = [kinds.TRIAL_RECEIPT.read(path) for path in receipts]
     folders = [Path(r["job_dir"]) for r in read if not r.get("refused")]
     if read and not folders:
         raise AfbenchError(
-            f"every one of the {len(read)} trial(s) was refused at the cost ceiling: nothing "
-            "ran, so there is nothing to import (the cost ledger says why)",
+            f"none of the {len(read)} trial(s) ran (refused at the cost ceiling, or an "
+            "interrupted trial of an agent that may spend money, not run again without "
+            "execute.rerun_interrupted): there is nothing to import (each receipt says why)",
             field="--receipt",
         )
     return folders
@@ -155,9 +172,9 @@ def _report_inputs(
     from ..analysis import check_current, compactor, import_problems, receipt_pins
     from ..official import read_outcomes, task_order
 
-    summary = read_record(summary_path, SUMMARY)
-    catalog = read_record(catalog_path, CATALOG)
-    receipt = read_record(receipt_path, RECEIPT)
+    summary = kinds.SUMMARY.read(summary_path)
+    catalog = kinds.CATALOG.read(catalog_path)
+    receipt = kinds.RECEIPT.read(receipt_path)
     compact, order, pins = compactor(catalog), task_order(catalog), receipt_pins(receipt)
     imports = []
     for path in map(str, import_paths):
@@ -187,6 +204,7 @@ def render_figures(
     receipt_path: Path,
     confidence: float,
     figure_paths: dict[str, Path],
+    anatomy_path: Path | None = None,
 ) -> None:
     """The report's figures, from the models' numbers alone (local runs are not drawn), so
     only a change of those numbers redraws them."""
@@ -197,6 +215,8 @@ def render_figures(
         summary_path, import_paths, catalog_path, receipt_path
     )
     analysis = analyse(summary, [imp for _, imp in imports], catalog, [], confidence)
+    beside = beyond_the_leaderboard(imports, [], anatomy_path, [], None)
+    analysis = kinds.ANALYSIS.record(**kinds.ANALYSIS.body(analysis), **beside)
     _figures_asked(figure_paths, analysis)
     figures = make_figures(analysis)
     write_outputs(
@@ -227,22 +247,59 @@ def render_report(
     analysis_path: Path,
     figure_paths: dict[str, Path] | None,
     ledger_path: Path | None = None,
+    anatomy_path: Path | None = None,
+    run_anatomy_paths: list[Path] | tuple = (),
+    task_table_path: Path | None = None,
+    comparisons_path: Path | None = None,
+    *,
+    sequential_path: Path | None = None,
 ) -> None:
     """The analysis and the HTML report, written together, the HTML embedding each figure.
     `figure_paths`: the figures render_figures drew, read; None: drawn here and written too,
     each in figures/<name>.svg beside the HTML. `ledger_path`: the executed trials' cost
-    ledger, shown beside its ceiling."""
+    ledger, shown beside its ceiling; `sequential_path`: the sealed comparison's decision
+    record (afbench.sequential.run_step), shown with each run's check against the plan."""
     from ..analysis import analyse
-    from ..records import tool_versions
+    from ..artifacts import tool_versions
     from ..report import render
 
     summary, catalog, receipt, imports = _report_inputs(
         summary_path, import_paths, catalog_path, receipt_path
     )
-    runs = [read_record(path, RUN_SUMMARY) for path in run_paths]
+    runs = [kinds.RUN_SUMMARY.read(path) for path in run_paths]
     analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, confidence)
+    beside = {}
     if ledger_path is not None:
-        analysis["cost_ledger"] = read_record(ledger_path, COST_LEDGER)
+        beside["cost_ledger"] = kinds.COST_LEDGER.read(ledger_path)
+    if sequential_path is not None:
+        beside["sequential"] = {
+            "run": kinds.SEQUENTIAL_RUN.read(sequential_path),
+            "plan_checks": [
+                {"run": run["run"], **run["analysis_plan"]}
+                for run in runs
+                if "analysis_plan" in run
+            ],
+        }
+    beside.update(
+        beyond_the_leaderboard(
+            imports,
+            list(zip(run_paths, runs, strict=True)),
+            anatomy_path,
+            list(run_anatomy_paths),
+            task_table_path,
+        )
+    )
+    if comparisons_path is not None:
+        from ..crossrev import analysis_block, complete
+
+        with complete(comparisons_path, kinds.CROSS_REVISION.name):
+            beside["cross_revision"] = analysis_block(
+                kinds.CROSS_REVISION.read(comparisons_path),
+                catalog,
+                [imp for _, imp in imports],
+                runs,
+                str(comparisons_path),
+            )
     used = {imp["file"] for _, imp in imports} | set(catalog["inputs"])
     provenance = {
         "files": [f for f in receipt["files"] if f["path"] in used],
@@ -250,6 +307,9 @@ def render_report(
         "config_digest": settings_digest or "not given",
         "versions": tool_versions(),
     }
+    analysis = kinds.ANALYSIS.record(
+        **kinds.ANALYSIS.body(analysis), **beside, provenance=provenance
+    )
     drawn: list[tuple[Path, bytes]] = []
     if figure_paths is None:
         from ..figures import make_figures
@@ -262,7 +322,6 @@ def render_report(
     else:
         _figures_asked(figure_paths, analysis)
         figures = {name: _read_figure(path) for name, path in figure_paths.items()}
-    analysis = {**analysis, "provenance": provenance}
     write_outputs(
         [
             *drawn,
@@ -273,18 +332,83 @@ def render_report(
     )
 
 
-def plan_power(settings: dict, imports: list[dict], output: Path | None) -> None:
+def beyond_the_leaderboard(
+    imports: list[tuple[str, dict]],
+    runs: list[tuple[Path, dict]],
+    anatomy_path: Path | None,
+    run_anatomy_paths: list[Path],
+    task_table_path: Path | None,
+) -> dict:
+    """The analysis' keys beyond the leaderboard, from their artifacts, each checked to come
+    from exactly the imports (and runs) the report shows: `anatomy` (afbench.anatomy) and
+    `task_table` (afbench.items). A key whose artifact is not given is left out."""
+    from ..anatomy import analysis_block, check_official_anatomy, check_run_anatomy
+    from ..items import analysis_block as task_table_block
+    from ..items import check_task_table
+
+    shown = [imp for _, imp in imports]
+    out: dict = {}
+    if run_anatomy_paths and anatomy_path is None:
+        raise AfbenchError(
+            "the local runs' failure anatomies are shown beside the official one: give it too",
+            field="--anatomy",
+            expected="the official failure anatomy, with --run-anatomy",
+        )
+    if anatomy_path is not None:
+        official = kinds.FAILURE_ANATOMY.read(anatomy_path)
+        check_official_anatomy(official, shown, str(anatomy_path))
+        by_run = {}
+        for path in run_anatomy_paths:
+            anatomy = kinds.RUN_FAILURE_ANATOMY.read(path)
+            by_run.setdefault(anatomy.get("run"), (path, anatomy))
+        local = []
+        for run_path, summary in runs:
+            if summary["run"] not in by_run:
+                if run_anatomy_paths:
+                    raise AfbenchError(
+                        f"no failure anatomy of run '{summary['run']}' among those given",
+                        file=str(run_path),
+                        field="--run-anatomy",
+                    )
+                continue
+            path, anatomy = by_run.pop(summary["run"])
+            check_run_anatomy(anatomy, summary, str(path))
+            local.append(anatomy)
+        for path, anatomy in by_run.values():
+            raise AfbenchError(
+                "a run's failure anatomy whose run the report does not show",
+                file=str(path),
+                expected=f"one of the runs {[summary['run'] for _, summary in runs]}",
+                found=anatomy.get("run"),
+            )
+        out["anatomy"] = analysis_block(official, local)
+    if task_table_path is not None:
+        table = kinds.TASK_TABLE.read(task_table_path)
+        check_task_table(table, shown, str(task_table_path))
+        out["task_table"] = task_table_block(table)
+    return out
+
+
+def plan_power(
+    settings: dict, imports: list[dict], output: Path | None, sequential: dict | None = None
+) -> None:
     """The run planner (afbench.power) over `settings` (difference, tasks, alpha, power,
-    baseline_rate) and none or two model imports (their observed discordance): prints its one
-    line, and writes its JSON to `output` when given."""
-    from ..power import observed, plan
+    configurations, baseline_rate) and none or two model imports (their observed discordance
+    and its variation between sources): prints its one line, and writes its JSON to `output`
+    when given. With `sequential` ({tasks, batch_tasks, usd_per_task}), the sequential test's
+    view beside it, and its line."""
+    from ..power import observed, plan, with_sequential
 
     models = observed(imports) if imports else None
     release = imports[0]["release"] if imports else None
     result = plan(**settings, models=models, release=release)
+    if sequential is not None:
+        result = with_sequential(result, **sequential)
     if output is not None:
         write_outputs([json_output(output, result)], about=result)
     print(result["line"])
+    if sequential is not None:
+        print(result["sequential"]["line"])
 
 
 def discover_into(config: dict, checkout: Path, discovery: Path, fragment: Path) -> list[str]:

@@ -7,22 +7,40 @@ exactly the jobs whose settings changed."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from pathlib import Path
-from typing import NamedTuple
+import contextlib
+import sys
+from collections import namedtuple
+from collections.abc import Callable, Iterator
 
-from ..fsutil import write_json
+from ..settings import converter as setting
 from . import types
-from .actions import (
-    compare_models,
-    discover_into,
-    executed_job_folders,
-    import_run,
-    plan_power,
-    render_figures,
-    render_report,
-    verified_entries,
-)
+
+# A job imports what its own run needs when it runs: its start-up (argument parsing, --help)
+# loads no file helpers, readers or libraries (bench/run.py prints each job's start-up beside
+# the previous round's).
+
+
+def _later(module: str, name: str) -> Callable:
+    """`module.name`, imported on its first call."""
+
+    def call(*args, **kwargs):
+        from importlib import import_module
+
+        return getattr(import_module(module, __package__), name)(*args, **kwargs)
+
+    call.__name__ = name
+    return call
+
+
+write_json = _later("..fsutil", "write_json")
+compare_models = _later(".actions", "compare_models")
+discover_into = _later(".actions", "discover_into")
+executed_job_folders = _later(".actions", "executed_job_folders")
+import_run = _later(".actions", "import_run")
+plan_power = _later(".actions", "plan_power")
+render_figures = _later(".actions", "render_figures")
+render_report = _later(".actions", "render_report")
+verified_entries = _later(".actions", "verified_entries")
 
 # every path flag says whether the job reads it or writes it (cli.types; checked by the CLI)
 FILE = {"type": types.input_path, "metavar": "FILE"}
@@ -32,10 +50,9 @@ OUTS = {"type": types.output_path, "metavar": "FILE", "action": "append", "defau
 CONDITIONS = ("source-present", "source-free")
 
 
-class Job(NamedTuple):
-    summary: str
-    arguments: Callable[[argparse.ArgumentParser], None]
-    run: Callable[[argparse.Namespace], list[str] | None]
+# summary: str; arguments(parser); run(args) -> warning lines or None. A namedtuple from
+# collections, not typing.NamedTuple: importing typing costs every job's start-up ~10 ms CPU.
+Job = namedtuple("Job", "summary arguments run")
 
 
 def _output(p: argparse.ArgumentParser) -> None:
@@ -92,6 +109,7 @@ def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, st
 # --- stage 1: the release ---------------------------------------------------------------------
 def _build_demo_upstream_args(p):
     p.add_argument("--release-files", required=True, type=types.input_path, metavar="DIR")
+    p.add_argument("--upgrade-files", type=types.input_path, metavar="DIR")
     p.add_argument("--output", required=True, type=types.output_dir(), metavar="DIR")
 
 
@@ -99,12 +117,12 @@ def build_demo_upstream(args):
     from ..demo import build_repository
     from ..fsutil import say
 
-    commit = build_repository(args.release_files, args.output)
+    commit = build_repository(args.release_files, args.output, args.upgrade_files)
     say(f"demo repository: commit {commit}", [args.output])
 
 
 def _source(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source-kind", required=True, choices=["https", "git", "dir"])
+    p.add_argument("--source-kind", required=True, type=setting("source/kind"))
     p.add_argument(
         "--source-location",
         required=True,
@@ -115,7 +133,7 @@ def _source(p: argparse.ArgumentParser) -> None:
 
 
 def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
-    from ..config import SOURCE_LOCATION
+    from ..settings import SOURCE_LOCATION
 
     location = dict.fromkeys(SOURCE_LOCATION.values())
     location[SOURCE_LOCATION[args.source_kind]] = args.source_location
@@ -124,15 +142,14 @@ def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
 
 def _fetch_file_args(p):
     _source(p)
-    p.add_argument("--repository", required=True, type=types.nonempty, metavar="OWNER/NAME")
-    p.add_argument("--revision", required=True, type=types.commit)
+    p.add_argument("--repository", required=True, type=setting("release/repository"))
+    p.add_argument("--revision", required=True, type=setting("release/revision"))
     p.add_argument("--file", required=True, type=types.relpath, help="release-relative path")
     p.add_argument("--sha256", required=True, type=types.sha256, help="its pin")
-    for flag in ("--connect-timeout-s", "--read-timeout-s", "--total-timeout-s"):
-        p.add_argument(flag, required=True, type=types.number(0, above=True), metavar="S")
-    p.add_argument("--retries", required=True, type=types.whole(0))
-    p.add_argument("--backoff-factor", required=True, type=types.number(0))
-    p.add_argument("--max-bytes", required=True, type=types.whole(1))
+    from ..settings import TRANSPORT_SETTINGS
+
+    for key in TRANSPORT_SETTINGS:
+        p.add_argument(f"--{key.replace('_', '-')}", required=True, type=setting(f"source/{key}"))
     _output(p)
 
 
@@ -157,17 +174,15 @@ def fetch_file(args):
 
 
 def _write_release_identity_args(p):
-    p.add_argument("--name", required=True, type=types.nonempty)
-    p.add_argument("--repository", required=True, type=types.nonempty, metavar="OWNER/NAME")
-    p.add_argument("--revision", required=True, type=types.commit)
-    p.add_argument("--synthetic", required=True, type=types.boolean)
-    p.add_argument("--lean", required=True, type=types.nonempty)
-    p.add_argument("--mathlib", required=True, type=types.commit)
-    p.add_argument("--harbor", required=True, type=types.nonempty)
-    p.add_argument("--nominal-budget-usd", required=True, type=types.number(0, above=True))
-    p.add_argument("--license", required=True, type=types.nonempty)
-    for date in ("release-page", "manuscript-cover", "software-citation", "first-public-release"):
-        p.add_argument(f"--{date}", required=True, type=types.date, metavar="YYYY-MM-DD|")
+    for key in ("name", "repository", "revision", "synthetic", "lean", "mathlib", "harbor"):
+        p.add_argument(f"--{key}", required=True, type=setting(f"release/{key}"))
+    p.add_argument(
+        "--nominal-budget-usd", required=True, type=setting("release/nominal_budget_usd")
+    )
+    p.add_argument("--license", required=True, type=setting("release/license"))
+    for date in ("release_page", "manuscript_cover", "software_citation", "first_public_release"):
+        flag = f"--{date.replace('_', '-')}"
+        p.add_argument(flag, required=True, type=setting(f"release/dates/{date}"), metavar="DATE|")
     p.add_argument(
         "--image", action="append", default=[], type=types.image, metavar="ROLE=REFERENCE@DIGEST"
     )
@@ -175,7 +190,7 @@ def _write_release_identity_args(p):
 
 
 def write_release_identity(args):
-    from ..records import RELEASE_IDENTITY, record
+    from ..kinds import RELEASE_IDENTITY
     from ..release import identity
 
     release = {
@@ -196,7 +211,7 @@ def write_release_identity(args):
         },
         "images": args.image,
     }
-    write_json(args.output, record(RELEASE_IDENTITY, release=identity(release)))
+    write_json(args.output, RELEASE_IDENTITY.record(release=identity(release)))
 
 
 def _verify_file_args(p):
@@ -209,9 +224,9 @@ def _verify_file_args(p):
 
 def verify_file(args):
     from ..fetch import verify_file
-    from ..records import RELEASE_IDENTITY, read_record
+    from ..kinds import RELEASE_IDENTITY
 
-    release = read_record(args.identity, RELEASE_IDENTITY)["release"]
+    release = RELEASE_IDENTITY.read(args.identity)["release"]
     source = _source_settings(args)
     write_json(args.output, verify_file(release, source, args.pin, args.file))
 
@@ -231,9 +246,9 @@ def _verify_release_args(p):
 
 def verify_release(args):
     from ..fetch import combine_receipt
-    from ..records import VERIFIED_FILE, read_record
+    from ..kinds import VERIFIED_FILE
 
-    records = [read_record(path, VERIFIED_FILE) for path in args.entry]
+    records = [VERIFIED_FILE.read(path) for path in args.entry]
     write_json(args.output, combine_receipt(records, args.skip))
 
 
@@ -245,7 +260,7 @@ def _discover_release_args(p):
         metavar="DIR",
         help="empty: none configured (an error)",
     )
-    p.add_argument("--revision", required=True, type=types.commit)
+    p.add_argument("--revision", required=True, type=setting("release/revision"))
     p.add_argument("--pin", action="append", default=[], type=types.release_file)
     p.add_argument("--skip", action="append", default=[], type=types.unpinned_file)
     p.add_argument(
@@ -296,6 +311,8 @@ def discover_release(args):
         },
         "columns": {kind: _mapping(pairs, kind, "--column") for kind, pairs in columns.items()},
     }
+    from pathlib import Path
+
     return discover_into(config, Path(args.checkout), args.discovery, args.fragment)
 
 
@@ -336,22 +353,254 @@ def export_catalog(args):
 def _select_tasks_args(p):
     p.add_argument("--catalog", required=True, **FILE)
     p.add_argument("--name", required=True, type=types.name)
-    p.add_argument("--task", action="append", default=[], type=types.name, metavar="ID")
-    p.add_argument("--source", action="append", default=[], type=types.name, metavar="SOURCE_ID")
-    p.add_argument("--limit", type=types.whole(1), metavar="N")
+    task, source = setting("selections/*/tasks/*"), setting("selections/*/sources/*")
+    p.add_argument("--task", action="append", default=[], type=task, metavar="ID")
+    p.add_argument("--source", action="append", default=[], type=source, metavar="SOURCE_ID")
+    p.add_argument("--limit", type=setting("selections/*/limit"), metavar="N")
     types.stratified_flags(p)
+    p.add_argument(
+        "--frozen",
+        type=setting("selections/*/frozen"),
+        default=False,
+        help="record each member's digests (needs --digests)",
+    )
+    p.add_argument("--digests", help="the task digests (digest-tasks), for --frozen", **FILE)
+    p.add_argument(
+        "--earlier",
+        help="this selection frozen on the previous release: refused if a member changed",
+        **FILE,
+    )
     _output(p)
 
 
 def select_tasks(args):
-    from ..catalog import select_tasks
-    from ..records import CATALOG, read_record
+    from ..catalog import freeze, select_tasks
+    from ..errors import AfbenchError
+    from ..kinds import CATALOG, SELECTION, TASK_DIGESTS
 
-    catalog = read_record(args.catalog, CATALOG)
+    catalog = CATALOG.read(args.catalog)
     selection = select_tasks(
         catalog, args.name, args.task, args.source, args.limit, types.stratified(args)
     )
+    if args.frozen:
+        if args.digests is None:
+            raise AfbenchError(
+                "a frozen selection records its members' digests: give --digests",
+                field="--digests",
+            )
+        earlier = SELECTION.read(args.earlier) if args.earlier else None
+        selection = freeze(selection, TASK_DIGESTS.read(args.digests), earlier)
+    elif args.digests or args.earlier:
+        raise AfbenchError(
+            "--digests and --earlier are for a frozen selection",
+            field="--frozen",
+            expected="true",
+            found="false",
+        )
     write_json(args.output, selection)
+
+
+def _digest_tasks_args(p):
+    p.add_argument("--catalog", required=True, **FILE)
+    p.add_argument(
+        "--repository-dir",
+        required=True,
+        type=types.optional_text,
+        metavar="DIR|",
+        help="a checkout at the pinned revision (empty: catalog digests only)",
+    )
+    _export_folder_flag(p)
+    _output(p)
+
+
+def _export_folder_flag(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--tasks-dir",
+        type=setting("plans/tasks_dir"),
+        metavar="DIR",
+        help="where the exporter writes the tasks (default: a private temporary folder, "
+        "removed afterwards: the job writes nothing but its output)",
+    )
+
+
+@contextlib.contextmanager
+def _export_folder(tasks_dir: str | None) -> Iterator[str]:
+    """The folder the release's exporter writes into: the one asked for, or a private
+    temporary one removed afterwards, so that a pipeline job leaves the checkout it reads as
+    it was (under a storage plugin, a write there would be lost; anywhere, it is undeclared)."""
+    if tasks_dir is not None:
+        yield tasks_dir
+        return
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="afbench-export-") as folder:
+        yield folder
+
+
+def digest_tasks(args):
+    from ..catalog import content_digests
+    from ..kinds import CATALOG
+
+    catalog = CATALOG.read(args.catalog)
+    with _export_folder(args.tasks_dir) as tasks_dir:
+        digests = content_digests(catalog, args.repository_dir, tasks_dir)
+    write_json(args.output, digests)
+
+
+def _diff_releases_args(p):
+    p.add_argument("--previous", required=True, help="the previous release's digests", **FILE)
+    p.add_argument("--digests", required=True, help="this release's digests", **FILE)
+    p.add_argument("--catalog", required=True, help="this release's catalog", **FILE)
+    p.add_argument("--diff", required=True, **OUT)
+    p.add_argument("--comparable", required=True, help="the unchanged tasks' selection", **OUT)
+
+
+def diff_releases_job(args):
+    from ..fsutil import json_output, write_outputs
+
+    diff, comparable = _diff(args.previous, args.digests, args.catalog)
+    write_outputs(
+        [json_output(args.diff, diff), json_output(args.comparable, comparable)], about=diff
+    )
+    return _flag_lines(diff)
+
+
+def _diff(previous, current, catalog) -> tuple[dict, dict]:
+    from ..kinds import CATALOG, TASK_DIGESTS
+    from ..upgrade import diff_releases
+
+    return diff_releases(
+        TASK_DIGESTS.read(previous),
+        TASK_DIGESTS.read(current),
+        CATALOG.read(catalog),
+    )
+
+
+def _flag_lines(diff: dict) -> list[str]:
+    return [f"task {f['task_id']}: {f['message']}" for f in diff["flagged"]]
+
+
+def _compare_revisions_args(p):
+    compare_revisions_args(p)
+    _output(p)
+
+
+def _plan_upgrade_args(p):
+    p.add_argument("--diff", required=True, **FILE)
+    p.add_argument("--catalog", required=True, help="this release's catalog", **FILE)
+    p.add_argument("--attempts", required=True, type=setting("execute/attempts"), metavar="N")
+    p.add_argument(
+        "--trial-cap-usd",
+        default=None,
+        type=setting("execute/trial_cap_usd"),
+        metavar="USD|",
+        help="execute.trial_cap_usd (empty: the release's nominal budget per task)",
+    )
+    _output(p)
+
+
+def plan_upgrade(args):
+    from ..kinds import CATALOG, UPGRADE_DIFF
+    from ..upgrade import upgrade_plan
+
+    diff = UPGRADE_DIFF.read(args.diff)
+    release = CATALOG.read(args.catalog)["release"]
+    write_json(args.output, upgrade_plan(diff, release, args.attempts, args.trial_cap_usd))
+
+
+def compare_revisions_args(p, confidence_default: float | None = None) -> None:
+    """Both doors' flags: results paired in order, on the diff's comparable subset (two
+    revisions) or one revision's catalog."""
+    basis = p.add_mutually_exclusive_group(required=True)
+    basis.add_argument(
+        "--comparable",
+        help="the diff's comparable subset (upgrade/comparable.json): results of two revisions",
+        **FILE,
+    )
+    basis.add_argument("--catalog", help="the catalog: two results of its revision", **FILE)
+    for flag, which in (("--previous", "the previous"), ("--current", "the current")):
+        p.add_argument(
+            flag,
+            required=True,
+            help=f"a result of {which} revision: a model import or a local run's summary.json "
+            "(repeatable; --previous and --current are paired in order)",
+            **FILES,
+        )
+        p.add_argument(
+            f"{flag}-configuration",
+            action="append",
+            default=[],
+            metavar="LABEL",
+            help=f"the configuration of each {flag} run (none, or one per {flag} in order; "
+            "empty for a model import or a run's only configuration)",
+        )
+    p.add_argument(
+        "--outcomes", help="a run's outcomes.csv, in its summary's folder (repeatable)", **FILES
+    )
+    confidence = setting("report/confidence")
+    if confidence_default is None:
+        p.add_argument("--confidence", required=True, type=confidence)
+    else:
+        p.add_argument("--confidence", default=confidence_default, type=confidence)
+
+
+def compare_revisions(args) -> dict:
+    """The comparisons asked for by `compare_revisions_args`' flags, written to --output."""
+    from ..crossrev import (
+        catalog_subset,
+        comparable_subset,
+        compare_results,
+        complete,
+        read_side,
+    )
+    from ..errors import AfbenchError
+    from ..kinds import CATALOG, SELECTION
+
+    if len(args.previous) != len(args.current):
+        raise AfbenchError(
+            "--previous and --current are paired in order: give as many of each",
+            field="--current",
+            expected=f"{len(args.previous)} (as many as --previous)",
+            found=len(args.current),
+        )
+    configurations = {}
+    for role in ("previous", "current"):
+        given = getattr(args, f"{role}_configuration")
+        if given and len(given) != len(getattr(args, role)):
+            raise AfbenchError(
+                f"--{role}-configuration: none, or one per --{role} in order",
+                field=f"--{role}-configuration",
+                expected=len(getattr(args, role)),
+                found=len(given),
+            )
+        configurations[role] = given or [None] * len(getattr(args, role))
+    if args.comparable is not None:
+        with complete(args.comparable, SELECTION.name):
+            subset = comparable_subset(SELECTION.read(args.comparable), str(args.comparable))
+    else:
+        with complete(args.catalog, CATALOG.name):
+            subset = catalog_subset(CATALOG.read(args.catalog))
+    from pathlib import Path
+
+    outcomes = {Path(path).parent: path for path in args.outcomes}
+    pairs = [
+        (read_side(before, outcomes, cb), read_side(after, outcomes, ca))
+        for before, after, cb, ca in zip(
+            args.previous,
+            args.current,
+            configurations["previous"],
+            configurations["current"],
+            strict=True,
+        )
+    ]
+    result = compare_results(pairs, subset, args.confidence)
+    if args.output is not None:
+        write_json(args.output, result)
+    return result
+
+
+def compare_revisions_job(args):
+    compare_revisions(args)
 
 
 # --- stage 3: plans -------------------------------------------------------------------------
@@ -370,19 +619,19 @@ def _import_model_args(p):
     p.add_argument("--verified", required=True, help="the results file's verified record", **FILE)
     p.add_argument("--results", required=True, **FILE)
     p.add_argument("--model", required=True, type=types.name, metavar="SLUG")
-    p.add_argument("--display-name", required=True, type=types.nonempty)
-    p.add_argument("--pinned-condition", required=True, choices=CONDITIONS)
-    p.add_argument("--source-condition", required=True, choices=CONDITIONS)
+    p.add_argument("--display-name", required=True, type=setting("models/*/display_name"))
+    p.add_argument("--pinned-condition", required=True, type=setting("models/*/source_condition"))
+    p.add_argument("--source-condition", required=True, type=setting("import/source_condition"))
     _columns(p, "--column", "results")
     _output(p)
 
 
 def import_model(args):
+    from ..kinds import CATALOG
     from ..official import ModelSpec, import_model
-    from ..records import CATALOG, read_record
     from ..release import read_entry
 
-    catalog = read_record(args.catalog, CATALOG)
+    catalog = CATALOG.read(args.catalog)
     entries, _ = verified_entries([args.verified])
     imported = import_model(
         catalog,
@@ -402,7 +651,7 @@ def _compare_models_args(p):
         help="refuse imports older than these verified records' pins (repeatable)",
         **FILES,
     )
-    p.add_argument("--strict-budget", required=True, type=types.boolean)
+    p.add_argument("--strict-budget", required=True, type=setting("import/strict_budget"))
     _published_args(p)
     p.add_argument("--summary", required=True, **OUT)
     p.add_argument("--leaderboard", required=True, **OUT)
@@ -410,10 +659,9 @@ def _compare_models_args(p):
 
 def _published_args(p: argparse.ArgumentParser) -> None:
     """What the authors published, to check the imports against (empty: nothing published)."""
-    p.add_argument("--published-source", required=True, type=types.optional_text, metavar="TEXT|")
-    p.add_argument(
-        "--published-task-rows", required=True, type=types.optional(types.whole(1)), metavar="N|"
-    )
+    published = "release/published"
+    p.add_argument("--published-source", required=True, type=setting(f"{published}/source"))
+    p.add_argument("--published-task-rows", required=True, type=setting(f"{published}/task_rows"))
     p.add_argument(
         "--published-passes",
         action="append",
@@ -430,7 +678,7 @@ def _published_args(p: argparse.ArgumentParser) -> None:
         metavar="SLUG=USD",
         help="a published cost above the budget in a model's file (repeatable)",
     )
-    p.add_argument("--strict-published", required=True, type=types.boolean)
+    p.add_argument("--strict-published", required=True, type=setting("import/strict_published"))
 
 
 def _published(args: argparse.Namespace) -> dict:
@@ -482,7 +730,7 @@ def _run_outputs(p: argparse.ArgumentParser) -> None:
 def _import_run_args(p):
     p.add_argument("--selection", required=True, help="the selection the run was made on", **FILE)
     p.add_argument("--name", required=True, type=types.name)
-    p.add_argument("--kind", required=True, choices=["harbor", "verdicts"])
+    p.add_argument("--kind", required=True, type=setting("runs/*/kind"))
     p.add_argument(
         "--path",
         required=True,
@@ -491,7 +739,7 @@ def _import_run_args(p):
         metavar="DIR",
         help="a Harbor job folder or a verdict folder (repeatable)",
     )
-    p.add_argument("--budget-usd", required=True, type=types.number(0, above=True))
+    p.add_argument("--budget-usd", required=True, type=setting("runs/*/budget_usd"))
     _task_checksums(p)
     _run_outputs(p)
 
@@ -523,40 +771,184 @@ def _import_executed_args(p):
     p.add_argument("--selection", required=True, **FILE)
     p.add_argument("--name", required=True, type=types.name)
     p.add_argument("--receipt", required=True, help="a trial receipt (repeatable)", **FILES)
+    p.add_argument(
+        "--reused-receipt",
+        help="a previous release's receipt of a task the upgrade plan reuses (repeatable)",
+        **FILES,
+    )
+    p.add_argument(
+        "--analysis-plan",
+        type=types.optional_input_path,
+        default=None,
+        metavar="FILE|",
+        help="the sealed analysis plan the run is checked against (empty: none)",
+    )
+    p.add_argument(
+        "--plan-sha256",
+        type=types.optional(types.sha256),
+        default=None,
+        metavar="SHA|",
+        help="the seal the run was approved against",
+    )
     _task_checksums(p)
     _run_outputs(p)
 
 
 def import_executed(args):
+    from ..kinds import TRIAL_RECEIPT
+    from ..preregister import read_approved_plan
+
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
-    folders = executed_job_folders(args.receipt)
-    import_run(args.selection, args.name, "harbor", folders, None, outputs, args.task_checksums)
+    folders = executed_job_folders([*args.receipt, *args.reused_receipt])
+    checked = None
+    if args.analysis_plan is not None:
+        plan = read_approved_plan(args.analysis_plan, args.plan_sha256)
+        checked = (plan, [TRIAL_RECEIPT.read(path) for path in args.receipt])
+    reused = [TRIAL_RECEIPT.read(path) for path in args.reused_receipt]
+    import_run(
+        args.selection,
+        args.name,
+        "harbor",
+        folders,
+        None,
+        outputs,
+        args.task_checksums,
+        analysis_plan=checked,
+        reused=reused,
+    )
 
 
 # --- the run planner (opt-in) --------------------------------------------------------------
 def _plan_power_args(p):
-    optional = types.optional
-    fraction = types.number(0, above=True, below=1)
-    p.add_argument("--difference", required=True, type=optional(fraction), metavar="D|")
-    p.add_argument("--tasks", required=True, type=optional(types.whole(1)), metavar="N|")
-    p.add_argument("--alpha", required=True, type=fraction)
-    p.add_argument("--power", required=True, type=types.number(0.5, below=1))
-    p.add_argument("--baseline-rate", required=True, type=optional(fraction), metavar="P|")
+    for key in ("difference", "tasks", "alpha", "power", "configurations", "baseline_rate"):
+        p.add_argument(f"--{key.replace('_', '-')}", required=True, type=setting(f"power/{key}"))
     p.add_argument(
         "--import", dest="imports", help="two models' imports (or none: a baseline rate)", **FILES
     )
+    for key in ("sequential_tasks", "batch_tasks", "usd_per_task"):
+        p.add_argument(f"--{key.replace('_', '-')}", required=True, type=setting(f"power/{key}"))
     _output(p)
 
 
 def plan_power_job(args):
-    from ..records import MODEL_IMPORT, read_record
+    from ..kinds import MODEL_IMPORT
 
     settings = {
         key: getattr(args, key)
-        for key in ("difference", "tasks", "alpha", "power", "baseline_rate")
+        for key in ("difference", "tasks", "alpha", "power", "configurations", "baseline_rate")
     }
-    imports = [read_record(path, MODEL_IMPORT) for path in args.imports]
-    plan_power(settings, imports, args.output)
+    imports = [MODEL_IMPORT.read(path) for path in args.imports]
+    sequential = (
+        None
+        if args.sequential_tasks is None
+        else {
+            "tasks": args.sequential_tasks,
+            "batch_tasks": args.batch_tasks,
+            "usd_per_task": args.usd_per_task,
+        }
+    )
+    plan_power(settings, imports, args.output, sequential)
+
+
+# --- the sealed analysis plan (opt-in) -----------------------------------------------------------
+def _seal_analysis_plan_args(p):
+    p.add_argument("--selection", required=True, **FILE)
+    for side in ("a", "b"):
+        side_setting = f"preregister/comparison/{side}"
+        p.add_argument(f"--{side}-agent", required=True, type=setting(f"{side_setting}/agent"))
+        p.add_argument(f"--{side}-model", required=True, type=setting(f"{side_setting}/model"))
+    p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
+    p.add_argument("--attempts", required=True, type=setting("execute/attempts"))
+    for key in (
+        "alpha",
+        "stopping",
+        "difference",
+        "discordance",
+        "baseline_rate",
+        "power",
+        "batch_tasks",
+        "horizon",
+        "order_seed",
+        "futility_power",
+    ):
+        p.add_argument(
+            f"--{key.replace('_', '-')}", required=True, type=setting(f"preregister/{key}")
+        )
+    p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
+    p.add_argument(
+        "--trial-cap-usd",
+        required=True,
+        type=setting("execute/trial_cap_usd"),
+        metavar="USD|",
+        help="execute.trial_cap_usd (empty: the release's nominal budget per task)",
+    )
+    _output(p)
+
+
+def seal_analysis_plan(args):
+    from ..kinds import SELECTION
+    from ..preregister import ANALYSIS_KEYS, facts_from_settings, seal_into, selection_criteria
+
+    selection = SELECTION.read(args.selection)
+    facts = facts_from_settings(
+        release=selection["release"],
+        selection=selection["name"],
+        criteria=selection_criteria(selection["criteria"]),
+        sides={
+            side: {"agent": getattr(args, f"{side}_agent"), "model": getattr(args, f"{side}_model")}
+            for side in ("a", "b")
+        },
+        environment_type=args.environment_type,
+        attempts=args.attempts,
+        analysis={key: getattr(args, key) for key in ANALYSIS_KEYS},
+        ceiling_usd=args.max_cost_usd,
+        trial_cap_usd=args.trial_cap_usd,
+    )
+    seal_into(facts, selection, args.output)
+
+
+def _decide_step_args(p):
+    p.add_argument(
+        "--analysis-plan",
+        required=True,
+        help="the sealed analysis plan (read, never rebuilt: the workflow does not declare it)",
+        **FILE,
+    )
+    p.add_argument(
+        "--plan-sha256",
+        required=True,
+        type=types.sha256,
+        help="the seal the run was approved against (a plan sealed since is refused)",
+    )
+    p.add_argument(
+        "--harbor-plan", required=True, help="each configuration's Harbor run plan", **FILES
+    )
+    p.add_argument("--receipt", help="a trial receipt of the comparison (repeatable)", **FILES)
+    p.add_argument("--step", required=True, type=types.whole(0), metavar="N")
+    p.add_argument("--attempts", required=True, type=setting("execute/attempts"), metavar="N")
+    p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
+    p.add_argument(
+        "--max-cost-usd", required=True, type=setting("execute/max_cost_usd"), metavar="USD|"
+    )
+    p.add_argument(
+        "--trial-cap-usd", required=True, type=setting("execute/trial_cap_usd"), metavar="USD|"
+    )
+    _output(p)
+
+
+def decide_step(args):
+    from ..execute import comparison_sides, next_trials_afford
+    from ..kinds import TRIAL_RECEIPT
+    from ..preregister import read_approved_plan
+    from ..sequential import run_line, run_step
+
+    plan = read_approved_plan(args.analysis_plan, args.plan_sha256)
+    sides = comparison_sides(plan, args.harbor_plan)
+    receipts = [TRIAL_RECEIPT.read(path) for path in args.receipt]
+    afford = next_trials_afford(plan, sides, args.ledger, args.max_cost_usd, args.trial_cap_usd)
+    run = run_step(plan, receipts, step=args.step, attempts=args.attempts, afford=afford)
+    write_json(args.output, run)
+    print(run_line(run), file=sys.stderr)
 
 
 # --- stage 6: the report and the artifact manifest ------------------------------------------
@@ -569,8 +961,9 @@ def _report_input_args(p):
 
 def _render_figures_args(p):
     _report_input_args(p)
-    p.add_argument("--confidence", required=True, type=types.confidence)
+    p.add_argument("--confidence", required=True, type=setting("report/confidence"))
     p.add_argument("--figure", required=True, help="a figure to draw; its stem names it", **OUTS)
+    p.add_argument("--anatomy", help="the official failure anatomy", **FILE)
 
 
 def render_figures_job(args):
@@ -581,13 +974,14 @@ def render_figures_job(args):
         args.receipt,
         args.confidence,
         {path.stem: path for path in args.figure},
+        args.anatomy,
     )
 
 
 def _render_report_args(p):
     _report_input_args(p)
     p.add_argument("--run", help="a local run's summary.json (repeatable)", **FILES)
-    p.add_argument("--confidence", required=True, type=types.confidence)
+    p.add_argument("--confidence", required=True, type=setting("report/confidence"))
     p.add_argument("--settings-digest", required=True, type=types.sha256)
     p.add_argument(
         "--figure", required=True, help="a drawn figure to embed; its stem names it", **FILES
@@ -595,9 +989,22 @@ def _render_report_args(p):
     p.add_argument("--html", required=True, **OUT)
     p.add_argument("--analysis", required=True, **OUT)
     p.add_argument("--ledger", help="the executed trials' cost ledger", **FILE)
+    p.add_argument(
+        "--sequential-run", help="the sealed comparison's decision record (execute)", **FILE
+    )
+    p.add_argument("--anatomy", help="the official failure anatomy", **FILE)
+    p.add_argument("--run-anatomy", help="a local run's failure anatomy (repeatable)", **FILES)
+    p.add_argument("--task-table", help="the task table (at most once)", **FILES)
+    p.add_argument("--comparisons", help="the comparisons across revisions (at most once)", **FILES)
 
 
 def render_report_job(args):
+    from ..errors import AfbenchError
+
+    if len(args.task_table) > 1:
+        raise AfbenchError("one task table at most", field="--task-table")
+    if len(args.comparisons) > 1:
+        raise AfbenchError("one file of comparisons at most", field="--comparisons")
     render_report(
         args.summary,
         args.imports,
@@ -610,13 +1017,18 @@ def render_report_job(args):
         args.analysis,
         {path.stem: path for path in args.figure},
         args.ledger,
+        args.anatomy,
+        args.run_anatomy,
+        args.task_table[0] if args.task_table else None,
+        args.comparisons[0] if args.comparisons else None,
+        sequential_path=args.sequential_run,
     )
 
 
 def _write_artifact_manifest_args(p):
     p.add_argument("files", nargs="+", type=types.input_path, metavar="FILE")
     p.add_argument("--root", required=True, type=types.input_path, metavar="DIR")
-    p.add_argument("--revision", required=True, type=types.commit)
+    p.add_argument("--revision", required=True, type=setting("release/revision"))
     p.add_argument("--config-digest", required=True, type=types.sha256)
     _output(p)
 
@@ -628,27 +1040,99 @@ def write_artifact_manifest(args):
     write_json(args.output, manifest)
 
 
+# --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
+def _analyse_failures_args(p):
+    p.add_argument("--import", dest="imports", required=True, **FILES)
+    p.add_argument(
+        "--near-miss-share",
+        required=True,
+        type=setting("anatomy/near_miss_share"),
+        help="a failure with at least this share of its obligations accepted is a near miss",
+    )
+    _output(p)
+
+
+def analyse_failures(args):
+    from ..anatomy import official_anatomy
+    from ..kinds import MODEL_IMPORT
+
+    imports = [MODEL_IMPORT.read(path) for path in args.imports]
+    write_json(args.output, official_anatomy(imports, args.near_miss_share))
+
+
+def _analyse_run_failures_args(p):
+    p.add_argument("--summary", required=True, help="the run's summary.json", **FILE)
+    p.add_argument("--outcomes", required=True, help="the run's outcomes.csv", **FILE)
+    _output(p)
+
+
+def analyse_run_failures(args):
+    from ..anatomy import local_anatomy, read_outcome_rows
+    from ..kinds import RUN_SUMMARY
+
+    summary = RUN_SUMMARY.read(args.summary)
+    rows = read_outcome_rows(args.outcomes)
+    write_json(args.output, local_anatomy(summary, rows, str(args.outcomes)))
+
+
+def _analyse_tasks_args(p):
+    p.add_argument("--catalog", required=True, **FILE)
+    p.add_argument("--import", dest="imports", required=True, **FILES)
+    for key in ("shuffles", "seed", "alpha", "min_discrimination"):
+        flag = f"--{key.replace('_', '-')}"
+        p.add_argument(flag, required=True, type=setting(f"task_table/{key}"))
+    p.add_argument("--output", required=True, help="the task table", **OUT)
+    p.add_argument("--selection-name", type=types.name, help="the derived selection's name")
+    p.add_argument("--selection", help="the derived discriminative subset", **OUT)
+
+
+def analyse_tasks(args):
+    from ..errors import AfbenchError
+    from ..fsutil import json_output, sha256_bytes, write_outputs
+    from ..items import discriminative_selection, task_table
+    from ..kinds import CATALOG, MODEL_IMPORT
+
+    if (args.selection is None) != (args.selection_name is None):
+        raise AfbenchError(
+            "a derived selection needs both its name and its file",
+            field="--selection-name" if args.selection_name is None else "--selection",
+        )
+    catalog = CATALOG.read(args.catalog)
+    imports = [MODEL_IMPORT.read(path) for path in args.imports]
+    table = task_table(
+        imports, catalog, args.shuffles, args.seed, args.alpha, args.min_discrimination
+    )
+    outputs = [json_output(args.output, table)]
+    if args.selection is not None:
+        digest = sha256_bytes(outputs[0][1])
+        derived = discriminative_selection(table, catalog, args.selection_name, digest)
+        outputs.append(json_output(args.selection, derived))
+    write_outputs(outputs, about=table)
+
+
 # --- stage 7 (opt-in): trials ---------------------------------------------------------------
 def _plan_fields(p: argparse.ArgumentParser) -> None:
     """What write-plan builds a plan from: run-trial rebuilds the plan from the same."""
     p.add_argument("--catalog", required=True, **FILE)
     p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--agent", required=True, type=types.agent)
-    p.add_argument("--model", type=types.model, help="provider/model (agents that call one)")
+    p.add_argument("--agent", required=True, type=setting("plans/items/*/agent"))
+    p.add_argument(
+        "--model", type=setting("plans/items/*/model"), help="provider/model (agents that call one)"
+    )
     p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--tasks-dir", required=True, type=types.nonempty, metavar="DIR")
+    p.add_argument("--tasks-dir", required=True, type=setting("plans/tasks_dir"), metavar="DIR")
     p.add_argument("--jobs-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--environment-type", required=True, type=types.environment_type)
-    p.add_argument("--harbor", required=True, type=types.nonempty, metavar="EXECUTABLE")
+    p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
+    p.add_argument("--harbor", required=True, type=setting("plans/harbor"), metavar="EXECUTABLE")
 
 
 def _built_plan(args: argparse.Namespace) -> dict:
+    from ..kinds import CATALOG, SELECTION
     from ..plan import build_plan
-    from ..records import CATALOG, SELECTION, read_record
 
     return build_plan(
-        read_record(args.catalog, CATALOG),
-        read_record(args.selection, SELECTION),
+        CATALOG.read(args.catalog),
+        SELECTION.read(args.selection),
         args.agent,
         args.model,
         args.repository_dir,
@@ -683,15 +1167,47 @@ def _run_trial_args(p):
     p.add_argument(
         "--allow-model-agent",
         required=True,
-        type=types.boolean,
+        type=setting("execute/allow_model_agents"),
         help="true lets an agent other than nop/oracle run (it spends money)",
     )
     p.add_argument(
         "--max-cost-usd",
         required=True,
-        type=types.optional(types.number(0, above=True)),
+        type=setting("execute/max_cost_usd"),
         metavar="USD|",
         help="the run's ceiling (empty: none; an agent that may call a model needs one)",
+    )
+    p.add_argument(
+        "--trial-cap-usd",
+        default=None,
+        type=setting("execute/trial_cap_usd"),
+        metavar="USD|",
+        help="what the trial may spend (empty: the release's nominal budget per task)",
+    )
+    p.add_argument(
+        "--rerun-interrupted",
+        default=False,
+        type=setting("execute/rerun_interrupted"),
+        help="true runs again a paid trial whose earlier copy was interrupted",
+    )
+    p.add_argument(
+        "--meter-interval-s",
+        default=5.0,
+        type=setting("execute/meter_interval_s"),
+        metavar="S",
+        help="how often a running trial's visible cost is read",
+    )
+    p.add_argument(
+        "--earlier-receipt",
+        help="a receipt of the round before in a partial run (repeatable)",
+        **FILES,
+    )
+    p.add_argument(
+        "--partial-round",
+        default=None,
+        type=types.optional(types.whole(1)),
+        metavar="N|",
+        help="the trial's round in a partial run (empty: not a partial run)",
     )
     p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
     p.add_argument("--output", required=True, help="the trial receipt", **OUT)
@@ -700,10 +1216,10 @@ def _run_trial_args(p):
 def run_trial(args):
     from ..execute import check_money, check_plan, execute_trial, run_agent, trial_steps
     from ..fsutil import sha256_file
-    from ..records import PLAN, read_record
+    from ..kinds import PLAN, TRIAL_RECEIPT
     from ..runs import read_harbor_job
 
-    plan = read_record(args.plan, PLAN)
+    plan = PLAN.read(args.plan)
     check_plan(plan, _built_plan(args), str(args.plan))
     agent, model = run_agent(trial_steps(plan, args.task, args.attempt)["run"]["argv"])
     check_money(agent, model, args.allow_model_agent, args.max_cost_usd)
@@ -717,34 +1233,36 @@ def run_trial(args):
         ceiling_usd=args.max_cost_usd,
         ledger_path=args.ledger,
         read_job=read_harbor_job,
+        cap_usd=args.trial_cap_usd,
+        rerun_interrupted=args.rerun_interrupted,
+        meter_interval_s=args.meter_interval_s,
+        earlier=[TRIAL_RECEIPT.read(path) for path in args.earlier_receipt],
     )
-    write_json(args.output, receipt)
+    fields = {**TRIAL_RECEIPT.body(receipt), "round": args.partial_round}
+    write_json(args.output, TRIAL_RECEIPT.record(**fields))
 
 
 def _checksum_tasks_args(p):
     p.add_argument("--selection", required=True, **FILE)
     p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--tasks-dir", required=True, type=types.nonempty, metavar="DIR")
+    _export_folder_flag(p)
     _output(p)
 
 
 def checksum_tasks(args):
     from ..conformance import exported_checksums
-    from ..records import SELECTION, read_record
+    from ..kinds import SELECTION
 
-    selection = read_record(args.selection, SELECTION)
-    write_json(args.output, exported_checksums(selection, args.repository_dir, args.tasks_dir))
+    selection = SELECTION.read(args.selection)
+    with _export_folder(args.tasks_dir) as tasks_dir:
+        checksums = exported_checksums(selection, args.repository_dir, tasks_dir)
+    write_json(args.output, checksums)
 
 
 def _write_cost_ledger_args(p):
     p.add_argument("--receipt", required=True, help="a trial receipt (repeatable)", **FILES)
     p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
-    p.add_argument(
-        "--max-cost-usd",
-        required=True,
-        type=types.optional(types.number(0, above=True)),
-        metavar="USD|",
-    )
+    p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
     _output(p)
 
 
@@ -789,6 +1307,26 @@ JOBS: dict[str, Job] = {
         export_catalog,
     ),
     "select-tasks": Job("one named selection of the catalog", _select_tasks_args, select_tasks),
+    "digest-tasks": Job(
+        "every task's content digests: catalog, and the exported task's parts",
+        _digest_tasks_args,
+        digest_tasks,
+    ),
+    "diff-releases": Job(
+        "two revisions compared task by task, and the unchanged tasks as a selection",
+        _diff_releases_args,
+        diff_releases_job,
+    ),
+    "plan-upgrade": Job(
+        "the upgrade plan: reuse, regrade, rerun or drop per task, and its cost",
+        _plan_upgrade_args,
+        plan_upgrade,
+    ),
+    "compare-revisions": Job(
+        "results of two revisions compared on the tasks the diff calls unchanged",
+        _compare_revisions_args,
+        compare_revisions_job,
+    ),
     "write-plan": Job(
         "a Harbor 0.22.0 run plan for one selection and agent", _write_plan_args, write_plan
     ),
@@ -816,6 +1354,21 @@ JOBS: dict[str, Job] = {
         _render_report_args,
         render_report_job,
     ),
+    "analyse-failures": Job(
+        "why the official models' failed tasks failed, one class each",
+        _analyse_failures_args,
+        analyse_failures,
+    ),
+    "analyse-run-failures": Job(
+        "why a local run's tasks failed, one class each (advisory infrastructure classes)",
+        _analyse_run_failures_args,
+        analyse_run_failures,
+    ),
+    "analyse-tasks": Job(
+        "the task table (solves, discrimination, difficulty) and the discriminative subset",
+        _analyse_tasks_args,
+        analyse_tasks,
+    ),
     "write-artifact-manifest": Job(
         "every artifact with its SHA-256", _write_artifact_manifest_args, write_artifact_manifest
     ),
@@ -823,6 +1376,21 @@ JOBS: dict[str, Job] = {
         "the run planner: tasks for a difference, or the difference for tasks",
         _plan_power_args,
         plan_power_job,
+    ),
+    "seal-analysis-plan": Job(
+        "the sealed analysis plan of a paired comparison (never replaced)",
+        _seal_analysis_plan_args,
+        seal_analysis_plan,
+    ),
+    "decide-step": Job(
+        "a sealed comparison after one step of its run: the decision, or what runs next",
+        _decide_step_args,
+        decide_step,
+    ),
+    "decide-comparison": Job(
+        "the sealed comparison's decision record: its last step, derived again",
+        _decide_step_args,
+        decide_step,
     ),
     "run-trial": Job(
         "one planned trial: export, check, harbor run; its receipt", _run_trial_args, run_trial

@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Callable
 
-from .. import records
+from .. import kinds
 from ..errors import printable
 
 MAX_LINE = 1000  # characters of one line (a long list of paths or models is clipped)
@@ -39,7 +39,7 @@ def listener(quiet: bool) -> Callable[[object, list[str]], None]:
 
 def line(about: object, paths: list[str]) -> str:
     """The line that names `paths`, written as one unit, as `about` (a record or a text)."""
-    if isinstance(about, dict) and about.get("kind") == records.ANALYSIS:
+    if isinstance(about, dict) and _named(about) == "ANALYSIS":
         return _report(about, paths)
     what = describe(about) if isinstance(about, dict) else str(about)
     return f"{what} -> {where(paths)}" if paths else what
@@ -47,11 +47,16 @@ def line(about: object, paths: list[str]) -> str:
 
 def describe(record: dict) -> str:
     """An artifact record in a few words: what it is and its counts."""
-    kind = record.get("kind")
-    describer = DESCRIBERS.get(kind)  # type: ignore[arg-type]
+    describer = DESCRIBERS.get(_named(record))  # type: ignore[arg-type]
     if describer is None:
-        return records.what(str(kind))
+        return str(record.get("kind")).removeprefix("afbench ")
     return describer(record)
+
+
+def _named(record: dict) -> str | None:
+    """The record's kind by its name in afbench.kinds ("CATALOG"), or None."""
+    found = kinds.lookup(str(record.get("kind")))
+    return found[0] if found else None
 
 
 def where(paths: list[str]) -> str:
@@ -84,7 +89,8 @@ def _usd(value: object) -> str:
     return "none" if value is None else f"${value:,.2f}"
 
 
-# --- one describer per artifact kind (a test holds this to records' kinds) -----------------
+# --- one describer per artifact kind, by its name in afbench.kinds (a test holds this to the
+# declared kinds) ---------------------------------------------------------------------------
 def _identity(r: dict) -> str:
     release = r["release"]
     return f"release identity: {release['name']} at {release['revision'][:12]}"
@@ -195,6 +201,35 @@ def _checksums(r: dict) -> str:
     return f"task checksums of {r['selection']['name']}: {_n(len(r['tasks']), 'task')} exported"
 
 
+def _digests(r: dict) -> str:
+    what = "with each exported task's parts" if r["export"]["exported"] else "catalog rows only"
+    return f"task digests: {_n(len(r['tasks']), 'task')}, {what}"
+
+
+def _diff(r: dict) -> str:
+    counts = ", ".join(f"{n} {kind}" for kind, n in r["counts"].items() if n)
+    flagged = f"; {_n(len(r['flagged']), 'declared version')} flagged" if r["flagged"] else ""
+    return (
+        f"release diff {r['previous']['revision'][:12]} -> {r['current']['revision'][:12]}: "
+        f"{counts}{flagged}"
+    )
+
+
+def _upgrade(r: dict) -> str:
+    actions = ", ".join(f"{n} {action}" for action, n in r["counts"].items())
+    return f"upgrade plan: {actions}; {r['cost']['line']}"
+
+
+def _cross_revision(r: dict) -> str:
+    pairs = _n(len(r["comparisons"]), "comparison")
+    if r["comparable"] is None:  # two results of one revision
+        return f"comparisons at {r['current_revision'][:12]}: {pairs}"
+    return (
+        f"comparisons {r['previous_revision'][:12]} -> {r['current_revision'][:12]}: {pairs} "
+        f"on the {_n(r['comparable']['tasks'], 'unchanged task')}"
+    )
+
+
 def _manifest(r: dict) -> str:
     return f"artifact manifest: {_n(len(r['artifacts']), 'artifact')} with their SHA-256"
 
@@ -212,7 +247,44 @@ def _discovery(r: dict) -> str:
 
 
 def _power(r: dict) -> str:
-    return f"power plan: {r['question']}, {_n(r['tasks'], 'task')}"
+    tasks = "no number of tasks" if r["tasks"] is None else _n(r["tasks"], "task")
+    return f"power plan: {r['question']}, {tasks}"
+
+
+def _analysis_plan(r: dict) -> str:
+    primary = r["primary_comparison"]
+    return (
+        f"analysis plan: {primary['a']} against {primary['b']} on {primary['selection']}, "
+        f"{r['stopping_rule']['kind']}, horizon {_n(r['stopping_rule']['horizon'], 'task')}, "
+        f"sealed {r['sealed_sha256'][:12]}"
+    )
+
+
+def _sequential_decision(r: dict) -> str:
+    return f"sequential decision: {r['decision']} after {_n(r['tasks_counted'], 'task')}"
+
+
+def _sequential_run(r: dict) -> str:
+    where = f"{r['decision']} after {_n(r['tasks_counted'], 'task')}"
+    if r["stopped"]:
+        return f"sequential run, step {r['step']}: {where}, stopped ({r['stopped_by']})"
+    return f"sequential run, step {r['step']}: {where}, next {_n(len(r['next_trials']), 'trial')}"
+
+
+def _anatomy(r: dict) -> str:
+    if r["scope"] == "official":
+        failures = sum(m["failures"] for m in r["models"])
+        return f"failure anatomy: {_n(failures, 'failed task')} of {_n(len(r['models']), 'model')}"
+    failures = sum(c["failures"] for c in r["configurations"])
+    return f"failure anatomy of run {r['run']}: {_n(failures, 'task')} not accepted"
+
+
+def _task_table(r: dict) -> str:
+    shown = "difficulties reported" if r["difficulties_reported"] else "difficulties withheld"
+    return (
+        f"task table: {_n(len(r['tasks']), 'task')} over {_n(len(r['models']), 'model')}, "
+        f"{shown}, {r['discriminative']['tasks']:,} discriminative"
+    )
 
 
 def _report(analysis: dict, paths: list[str]) -> str:
@@ -226,21 +298,31 @@ def _report(analysis: dict, paths: list[str]) -> str:
 
 
 DESCRIBERS: dict[str, Callable[[dict], str]] = {
-    records.RELEASE_IDENTITY: _identity,
-    records.RECEIPT: _receipt,
-    records.VERIFIED_FILE: _verified,
-    records.CATALOG: _catalog,
-    records.SELECTION: _selection,
-    records.PLAN: _plan,
-    records.MODEL_IMPORT: _model_import,
-    records.SUMMARY: _summary,
-    records.OFFICIAL_REFERENCE: _reference,
-    records.VERDICT: _verdict,
-    records.RUN_SUMMARY: _run,
-    records.TRIAL_RECEIPT: _trial,
-    records.COST_LEDGER: _ledger,
-    records.TASK_CHECKSUMS: _checksums,
-    records.ARTIFACT_MANIFEST: _manifest,
-    records.DISCOVERY: _discovery,
-    records.POWER_PLAN: _power,
+    "RELEASE_IDENTITY": _identity,
+    "RECEIPT": _receipt,
+    "VERIFIED_FILE": _verified,
+    "CATALOG": _catalog,
+    "SELECTION": _selection,
+    "PLAN": _plan,
+    "MODEL_IMPORT": _model_import,
+    "SUMMARY": _summary,
+    "OFFICIAL_REFERENCE": _reference,
+    "VERDICT": _verdict,
+    "RUN_SUMMARY": _run,
+    "TRIAL_RECEIPT": _trial,
+    "COST_LEDGER": _ledger,
+    "TASK_CHECKSUMS": _checksums,
+    "ARTIFACT_MANIFEST": _manifest,
+    "DISCOVERY": _discovery,
+    "POWER_PLAN": _power,
+    "TASK_DIGESTS": _digests,
+    "UPGRADE_DIFF": _diff,
+    "UPGRADE_PLAN": _upgrade,
+    "CROSS_REVISION": _cross_revision,
+    "ANALYSIS_PLAN": _analysis_plan,
+    "SEQUENTIAL_DECISION": _sequential_decision,
+    "SEQUENTIAL_RUN": _sequential_run,
+    "FAILURE_ANATOMY": _anatomy,
+    "RUN_FAILURE_ANATOMY": _anatomy,
+    "TASK_TABLE": _task_table,
 }

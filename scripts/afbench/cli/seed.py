@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 from ..errors import AfbenchError
 from ..fsutil import write_json
+from ..settings import converter as setting
+from ..settings import default
 from . import types
 from .actions import (
     REPORT_FILES,
@@ -72,7 +74,8 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
         metavar="ID",
         help="keep this task (repeatable)",
     )
-    p.add_argument("--limit", type=types.whole(1), metavar="N", help="the first N selected tasks")
+    limit = setting("selections/*/limit")
+    p.add_argument("--limit", type=limit, metavar="N", help="the first N selected tasks")
     types.stratified_flags(p)
     p.add_argument(
         "--name", type=types.name, help="the selection's name (default: the output file's stem)"
@@ -98,10 +101,10 @@ def _select(args: argparse.Namespace, catalog: dict) -> dict:
 
 
 def _receipt_of(release_dir: Path) -> tuple[dict, str]:
-    from ..records import RECEIPT, read_record
+    from ..kinds import RECEIPT
 
     path = Path(release_dir) / "receipt.json"
-    return read_record(path, RECEIPT), str(path)
+    return RECEIPT.read(path), str(path)
 
 
 def _check_receipt_pins(receipt: dict, receipt_path: str, config: dict, keys: list[str]) -> None:
@@ -276,11 +279,13 @@ def _plan_args(p):
     p.add_argument(
         "--agent",
         default="nop",
-        type=types.agent,
+        type=setting("plans/items/*/agent"),
         help="Harbor agent (default nop) or module.path:ClassName",
     )
     p.add_argument(
-        "--model", type=types.model, help="provider/model, required for agents other than nop"
+        "--model",
+        type=setting("plans/items/*/model"),
+        help="provider/model, required for agents other than nop",
     )
     p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
@@ -317,8 +322,8 @@ def _import_results_args(p):
     _model_flags(p, required=True)
     p.add_argument(
         "--source-condition",
-        choices=CONDITIONS,
-        default="source-present",
+        type=setting("import/source_condition"),
+        default=default("import/source_condition"),
         help="the condition claimed: must be each file's pinned condition (default: "
         "source-present, the paper's leaderboard)",
     )
@@ -346,10 +351,11 @@ def import_results(args):
     import itertools
     import tempfile
 
+    from ..compare import reduced, summarize
     from ..config import published_facts
     from ..fsutil import JSON_ELEMENT_SEPARATOR, atomic_write_bytes, json_around, json_element
-    from ..official import ModelSpec, import_model, reduced, summarize
-    from ..records import OFFICIAL_REFERENCE, record
+    from ..kinds import OFFICIAL_REFERENCE
+    from ..official import ModelSpec, import_model
     from ..release import read_entry
 
     config = _config(args)
@@ -382,7 +388,7 @@ def import_results(args):
         summary = summarize(
             compared, args.strict_budget, published_facts(config), args.strict_published
         )
-        reference = record(OFFICIAL_REFERENCE, summary=summary, models=[])
+        reference = OFFICIAL_REFERENCE.record(summary=summary, models=[])
         head, tail = json_around(reference, "models")
         spool.seek(0)
         atomic_write_bytes(
@@ -403,15 +409,14 @@ def _verdict_args(p):
 
 def verdict(args):
     from ..fsutil import path_text, read_regular_file, say, sha256_bytes
-    from ..records import VERDICT, record
+    from ..kinds import VERDICT
     from ..runs import parse_verdict
 
     data = read_regular_file(args.path, "verdict file", MAX_VERDICT_BYTES)
-    result = {
-        **record(VERDICT),
+    result = VERDICT.record(
         **parse_verdict(data, str(args.path), args.task),
-        "input": {"path": path_text(args.path.resolve()), "sha256": sha256_bytes(data)},
-    }
+        input={"path": path_text(args.path.resolve()), "sha256": sha256_bytes(data)},
+    )
     if args.output:
         write_json(args.output, result)
     else:
@@ -446,7 +451,7 @@ def verify(args):
 def _import_run_args(p):
     p.add_argument("--selection", required=True, type=types.input_path, metavar="FILE")
     p.add_argument("--name", required=True, type=types.name, help="the run's name")
-    p.add_argument("--kind", required=True, choices=["harbor", "verdicts"])
+    p.add_argument("--kind", required=True, type=setting("runs/*/kind"))
     p.add_argument(
         "--path",
         required=True,
@@ -457,7 +462,7 @@ def _import_run_args(p):
     )
     p.add_argument(
         "--budget-usd",
-        type=types.number(0, above=True),
+        type=setting("runs/*/budget_usd"),
         help="the budget audit's budget (default: the release's nominal budget)",
     )
     p.add_argument(
@@ -510,7 +515,35 @@ def _report_args(p):
         metavar="FILE",
         help="repeatable",
     )
-    p.add_argument("--confidence", default=0.95, type=types.confidence)
+    p.add_argument(
+        "--confidence", default=default("report/confidence"), type=setting("report/confidence")
+    )
+    p.add_argument(
+        "--anatomy",
+        type=types.input_path,
+        metavar="FILE",
+        help="the official failure anatomy (afbench job analyse-failures)",
+    )
+    p.add_argument(
+        "--run-anatomy",
+        action="append",
+        default=[],
+        type=types.input_path,
+        metavar="FILE",
+        help="a local run's failure anatomy (repeatable; with --anatomy)",
+    )
+    p.add_argument(
+        "--task-table",
+        type=types.input_path,
+        metavar="FILE",
+        help="the task table (afbench job analyse-tasks)",
+    )
+    p.add_argument(
+        "--comparisons",
+        type=types.input_path,
+        metavar="FILE",
+        help="the comparisons with the previous revision (afbench compare-revisions --output)",
+    )
     p.add_argument(
         "--output-dir",
         required=True,
@@ -533,6 +566,11 @@ def report(args):
         out / REPORT_FILES["html"],
         out / REPORT_FILES["analysis"],
         None,
+        None,
+        args.anatomy,
+        args.run_anatomy,
+        args.task_table,
+        args.comparisons,
     )
 
 
@@ -546,9 +584,11 @@ def _export_args(p):
     )
     p.add_argument(
         "--format",
-        choices=["csv", "parquet"],
+        choices=["csv", "parquet", "markdown", "latex", "eee"],
         required=True,
-        help="parquet needs the optional extra: pip install 'afbench[parquet]'",
+        help="csv/parquet: the tables (parquet needs the optional extra: pip install "
+        "'afbench[parquet]'); markdown/latex: the leaderboard as a paper table of one "
+        "condition and budget; eee: Every Eval Ever 0.3.0 aggregate records",
     )
     p.add_argument(
         "--output-dir",
@@ -562,23 +602,91 @@ def _export_args(p):
         action="append",
         metavar="NAME",
         help="a table to write (repeatable; default: every table the folder has): tasks, "
-        "official_results, leaderboard, comparisons, run_attempts, run_outcomes",
+        "official_results, leaderboard, comparisons, run_attempts, run_outcomes, "
+        "official_failures, run_failures, task_table",
+    )
+    p.add_argument(
+        "--condition",
+        action="append",
+        default=[],
+        choices=CONDITIONS,
+        help="markdown/latex: the source condition of the table (one)",
+    )
+    p.add_argument(
+        "--budget-usd",
+        action="append",
+        default=[],
+        type=types.number(0, above=True),
+        metavar="USD",
+        help="markdown/latex: the budget of the table (one)",
+    )
+    p.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        type=types.name,
+        metavar="NAME",
+        help="eee: also a record per configuration of this local run (repeatable); refused "
+        "when afbench withholds its success rate",
+    )
+    p.add_argument(
+        "--retrieved-at",
+        type=types.whole(0),
+        metavar="EPOCH",
+        help="eee: the records' retrieved_timestamp (Unix seconds; default SOURCE_DATE_EPOCH, "
+        "else now)",
     )
 
 
 def export(args):
-    from ..frames import export
+    from ..errors import AfbenchError
 
-    export(args.root, args.output_dir, args.format, args.table)
+    if args.format in ("csv", "parquet"):
+        from ..frames import export
+
+        for flag, given in (
+            ("--condition", args.condition),
+            ("--budget-usd", args.budget_usd),
+            ("--run", args.run),
+            ("--retrieved-at", args.retrieved_at),
+        ):
+            if given:
+                raise AfbenchError(f"{flag} is for markdown, latex or eee", field=flag)
+        export(args.root, args.output_dir, args.format, args.table)
+        return
+    from ..exports import write_exports
+
+    if args.table:
+        raise AfbenchError("--table is for csv or parquet", field="--table")
+    write_exports(
+        args.root,
+        args.output_dir,
+        args.format,
+        args.condition,
+        args.budget_usd,
+        args.run,
+        args.retrieved_at,
+    )
 
 
 def _power_args(p):
-    fraction = types.number(0, above=True, below=1)
     question = p.add_mutually_exclusive_group(required=True)
-    question.add_argument("--difference", type=fraction, metavar="D", help="to detect: tasks?")
-    question.add_argument("--tasks", type=types.whole(1), metavar="N", help="have: difference?")
-    p.add_argument("--alpha", default=0.05, type=fraction, help="two-sided (default 0.05)")
-    p.add_argument("--power", default=0.8, type=types.number(0.5, below=1), help="default 0.8")
+    question.add_argument(
+        "--difference", type=setting("power/difference"), metavar="D", help="to detect: tasks?"
+    )
+    question.add_argument(
+        "--tasks", type=setting("power/tasks"), metavar="N", help="have: difference?"
+    )
+    alpha, power = default("power/alpha"), default("power/power")
+    p.add_argument("--alpha", default=alpha, type=setting("power/alpha"), help=f"({alpha:g})")
+    p.add_argument("--power", default=power, type=setting("power/power"), help=f"({power:g})")
+    p.add_argument(
+        "--configurations",
+        default=default("power/configurations"),
+        type=setting("power/configurations"),
+        metavar="K",
+        help="configurations the report will compare (Holm over their K(K-1)/2 pairs; default 2)",
+    )
     basis = p.add_mutually_exclusive_group(required=True)
     basis.add_argument(
         "--models",
@@ -589,7 +697,7 @@ def _power_args(p):
     )
     basis.add_argument(
         "--baseline-rate",
-        type=fraction,
+        type=setting("power/baseline_rate"),
         metavar="P",
         help="the weaker model's success rate (successes taken as independent)",
     )
@@ -602,6 +710,39 @@ def _power_args(p):
     p.add_argument(
         "--output", type=types.output_path, metavar="FILE", help="also write the plan as JSON"
     )
+    p.add_argument(
+        "--sequential-tasks",
+        type=setting("power/sequential_tasks"),
+        metavar="N",
+        help="also the sequential test's view (afbench.sequential): its expected tasks and cost "
+        "to a decision, for a run of at most N tasks (the selection's size)",
+    )
+    batches = default("power/batch_tasks")
+    p.add_argument(
+        "--batch-tasks",
+        default=batches,
+        type=setting("power/batch_tasks"),
+        metavar="B",
+        help=f"its batches ({batches})",
+    )
+    p.add_argument(
+        "--usd-per-task",
+        default=float(default("power/usd_per_task")),
+        type=setting("power/usd_per_task"),
+        metavar="USD",
+        help="what a task's two trials cost, for the expected cost (default 400: twice the "
+        "nominal USD 200)",
+    )
+
+
+def _sequential(args) -> dict | None:
+    if args.sequential_tasks is None:
+        return None
+    return {
+        "tasks": args.sequential_tasks,
+        "batch_tasks": args.batch_tasks,
+        "usd_per_task": args.usd_per_task,
+    }
 
 
 def power(args):
@@ -610,16 +751,41 @@ def power(args):
         "tasks": args.tasks,
         "alpha": args.alpha,
         "power": args.power,
+        "configurations": args.configurations,
         "baseline_rate": args.baseline_rate,
     }
     imports = _model_imports(args.root, args.models) if args.models else []
-    plan_power(settings, imports, args.output)
+    plan_power(settings, imports, args.output, _sequential(args))
+
+
+def _ledger_args(p):
+    p.add_argument(
+        "--ledger",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
+        help="the live cost ledger of `snakemake execute` (results/<revision>/jobs.ledger.jsonl)",
+    )
+    p.add_argument(
+        "--release-dead",
+        action="store_true",
+        help="close the holds of controllers that are gone (their lock free, their pid or "
+        "SLURM job gone): released if Harbor never started, held at the cap if it did",
+    )
+
+
+def ledger_command(args):
+    from ..errors import printable
+    from ..ledger import summary_lines
+
+    for line in summary_lines(args.ledger, close_dead=args.release_dead):
+        print(printable(line, 4000))
 
 
 def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
     """The two models' imports in the artifact folder (found by kind, one each)."""
     from ..frames import Folder
-    from ..records import MODEL_IMPORT
+    from ..kinds import MODEL_IMPORT
 
     if root is None:
         raise AfbenchError(
@@ -647,6 +813,69 @@ def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
     return [found[model][0][1] for model in models]
 
 
+def _preregister_args(p):
+    _config_flag(p)
+    p.add_argument(
+        "--selection",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
+        help="the comparison's selection artifact (made with this config)",
+    )
+    p.add_argument(
+        "--output",
+        required=True,
+        type=types.output_path,
+        metavar="FILE",
+        help="the sealed plan (never replaced by a different one)",
+    )
+
+
+def preregister(args):
+    from ..kinds import SELECTION
+    from ..preregister import line, plan_facts, seal_into
+
+    selection = SELECTION.read(args.selection)
+    plan = seal_into(plan_facts(_config(args), selection), selection, args.output)
+    print(line(plan))
+
+
+def _decide_args(p):
+    p.add_argument(
+        "--plan",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
+        help="the sealed analysis plan",
+    )
+    p.add_argument(
+        "--receipt",
+        action="append",
+        default=[],
+        type=types.input_path,
+        metavar="FILE",
+        help="a trial receipt of either configuration (repeatable)",
+    )
+    p.add_argument(
+        "--output", type=types.output_path, metavar="FILE", help="also write the decision as JSON"
+    )
+
+
+def decide(args):
+    from ..fsutil import json_output, write_outputs
+    from ..kinds import TRIAL_RECEIPT
+    from ..preregister import check_sealed, read_plan
+    from ..sequential import line, outcomes_from_receipts, sequential_decision
+
+    plan = read_plan(args.plan)
+    check_sealed(plan, str(args.plan))
+    receipts = [TRIAL_RECEIPT.read(path) for path in args.receipt]
+    decided = sequential_decision(outcomes_from_receipts(plan, receipts), plan)
+    if args.output is not None:
+        write_outputs([json_output(args.output, decided)], about=decided)
+    print(line(decided))
+
+
 def _discover_args(p):
     _config_flag(p)
     p.add_argument(
@@ -668,14 +897,79 @@ def discover(args):
     )
 
 
+def _diff_args(p):
+    for flag, which in (("--previous", "the previous"), ("--current", "this")):
+        p.add_argument(
+            flag,
+            required=True,
+            type=types.input_path,
+            metavar="FILE",
+            help=f"{which} release's task digests (snakemake digests: tasks/digests.json)",
+        )
+    p.add_argument(
+        "--catalog", required=True, type=types.input_path, metavar="FILE", help="this release's"
+    )
+    p.add_argument(
+        "--attempts",
+        default=1,
+        type=types.whole(1),
+        metavar="N",
+        help="trials per rerun task, for the cost (default 1)",
+    )
+    p.add_argument(
+        "--output-dir",
+        required=True,
+        type=types.output_dir("diff.json", "comparable.json", "plan.json"),
+        metavar="DIR",
+        help="writes diff.json, comparable.json (the unchanged tasks' selection) and plan.json",
+    )
+
+
+def diff(args):
+    from ..fsutil import json_output, write_outputs
+    from ..upgrade import upgrade_plan
+    from .jobs import _diff, _flag_lines
+
+    diff, comparable = _diff(args.previous, args.current, args.catalog)
+    plan = upgrade_plan(diff, comparable["release"], args.attempts)
+    out = args.output_dir
+    write_outputs(
+        [json_output(out / "diff.json", diff), json_output(out / "comparable.json", comparable)],
+        about=diff,
+    )
+    write_json(out / "plan.json", plan)
+    return _flag_lines(diff)
+
+
+def _compare_revisions_args(p):
+    from .jobs import compare_revisions_args
+
+    compare_revisions_args(p, confidence_default=default("report/confidence"))
+    p.add_argument("--output", type=types.output_path, metavar="FILE", help="writes the JSON")
+
+
+def compare_revisions(args):
+    from ..crossrev import comparison_line
+    from .jobs import compare_revisions as compare
+
+    for row in compare(args)["comparisons"]:
+        print(comparison_line(row))
+
+
 def _demo_generate_args(p):
     p.add_argument("--out", required=True, type=types.output_dir(), help="output folder")
+    p.add_argument(
+        "--upgrade-out",
+        type=types.output_dir(),
+        metavar="DIR",
+        help="also write the files the release's second revision changes there",
+    )
 
 
 def demo_generate(args):
     from ..demo import write_release
 
-    write_release(args.out)
+    write_release(args.out, args.upgrade_out)
 
 
 def _demo_repo_args(p):
@@ -685,6 +979,12 @@ def _demo_repo_args(p):
         type=types.input_path,
         help="the demo release files to commit (default: resources/demo-release)",
     )
+    p.add_argument(
+        "--upgrade-files",
+        type=types.input_path,
+        metavar="DIR",
+        help="commit the release's second revision too: these files over the first",
+    )
     p.add_argument("--out", required=True, type=types.output_dir(), help="the repository's folder")
 
 
@@ -692,7 +992,7 @@ def demo_repo(args):
     from ..demo import build_repository
     from ..fsutil import say
 
-    commit = build_repository(args.release_files, args.out)
+    commit = build_repository(args.release_files, args.out, args.upgrade_files)
     print(commit, file=sys.stdout)
     say(f"demo repository: commit {commit}", [args.out])
 
@@ -756,10 +1056,14 @@ COMMANDS: dict[str, Command] = {
         report,
     ),
     "export": Command(
-        "write the artifact directory's tables as CSV or parquet files",
+        "write the artifact directory's tables (CSV, parquet), the leaderboard as a paper "
+        "table (Markdown, LaTeX) or Every Eval Ever records",
         "afbench export --root results/SHA1 --format csv --output-dir tables\n"
         "afbench export --root results/SHA1 --format parquet --output-dir tables "
-        "--table leaderboard --table official_results",
+        "--table leaderboard --table official_results\n"
+        "afbench export --root results/SHA1 --format latex --condition source-present "
+        "--output-dir paper\n"
+        "afbench export --root results/SHA1 --format eee --run my-run --output-dir eee",
         _export_args,
         export,
     ),
@@ -767,9 +1071,32 @@ COMMANDS: dict[str, Command] = {
         "plan a run: the tasks a paired comparison needs, or the difference it can detect",
         "afbench power --difference 0.1 --alpha 0.05 --power 0.8 --baseline-rate 0.5\n"
         "afbench power --difference 0.05 --models demo-model-c demo-model-d --root results/REV\n"
-        "afbench power --tasks 100 --baseline-rate 0.5 --output power.json",
+        "afbench power --tasks 100 --baseline-rate 0.5 --output power.json\n"
+        "afbench power --difference 0.1 --configurations 9 --models demo-model-c demo-model-d "
+        "--root results/REV\n"
+        "afbench power --difference 0.1 --baseline-rate 0.3 --sequential-tasks 341",
         _power_args,
         power,
+    ),
+    "preregister": Command(
+        "seal the analysis plan of a paired comparison before it spends anything",
+        "afbench preregister --config config/demo.yaml --config config/compare-demo.yaml "
+        "--selection demo-compare.json --output plan.json",
+        _preregister_args,
+        preregister,
+    ),
+    "decide": Command(
+        "the sequential test's decision from a sealed plan and the trials run so far",
+        "afbench decide --plan analysis-plan.json --receipt a-1.json --receipt b-1.json",
+        _decide_args,
+        decide,
+    ),
+    "ledger": Command(
+        "list the live cost ledger: spent, holds (and whose), overshoots, interrupted trials",
+        "afbench ledger --ledger results/REV/jobs.ledger.jsonl\n"
+        "afbench ledger --ledger results/REV/jobs.ledger.jsonl --release-dead",
+        _ledger_args,
+        ledger_command,
     ),
     "discover": Command(
         "read pins, paths and columns from an upstream checkout; write a fragment to review",
@@ -777,12 +1104,31 @@ COMMANDS: dict[str, Command] = {
         _discover_args,
         discover,
     ),
+    "diff": Command(
+        "compare two revisions' tasks; the comparable subset and the upgrade plan",
+        "afbench diff --previous old/digests.json --current digests.json --catalog catalog.json "
+        "--output-dir upgrade",
+        _diff_args,
+        diff,
+    ),
+    "compare-revisions": Command(
+        "compare results of two revisions on the tasks the diff calls unchanged",
+        "afbench compare-revisions --comparable comparable.json --previous old/model-c.json "
+        "--current new/model-d.json\n"
+        "afbench compare-revisions --comparable comparable.json --previous old/summary.json "
+        "--outcomes old/outcomes.csv --current new/summary.json --outcomes new/outcomes.csv "
+        "--current-configuration 'oracle 0.22.0 | docker' --output comparisons.json\n"
+        "afbench compare-revisions --catalog catalog.json --previous a.json --current b.json",
+        _compare_revisions_args,
+        compare_revisions,
+    ),
 }
 
 DEMO: dict[str, Command] = {
     "generate": Command(
         "generate the synthetic demo release's files",
-        "afbench demo generate --out resources/demo-release",
+        "afbench demo generate --out resources/demo-release "
+        "--upgrade-out resources/demo-release-upgrade",
         _demo_generate_args,
         demo_generate,
     ),

@@ -6,21 +6,21 @@ found. argparse's `type=` calls these; nothing after parsing checks a flag's for
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 from collections.abc import Callable
-from pathlib import PosixPath
 
 from ..errors import AfbenchError, printable
 
-SHA256 = re.compile(r"[0-9a-f]{64}")
-COMMIT = re.compile(r"[0-9a-f]{40}")
-DECIMAL = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
-WHOLE = re.compile(r"-?[0-9]{1,12}")
-IMAGE_DIGEST = re.compile(r"sha256:[0-9a-f]{64}")
-DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# patterns, not compiled ones: re compiles (and caches) each on first use, so a job that never
+# meets one does not pay for it at start-up
+SHA256 = r"[0-9a-f]{64}"
+DECIMAL = r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?"
+WHOLE = r"-?[0-9]{1,12}"
+IMAGE_DIGEST = r"sha256:[0-9a-f]{64}"
 # text without control characters: the schema's `text`
-TEXT = re.compile("[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]*")
+TEXT = "[^\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]*"
 
 
 def _refuse(expected: str, found: str) -> argparse.ArgumentTypeError:
@@ -33,7 +33,7 @@ def _named(name: str, convert: Callable[[str], object]) -> Callable[[str], objec
 
 
 def text(value: str) -> str:
-    if len(value) > 10_000 or not TEXT.fullmatch(value):
+    if len(value) > 10_000 or not re.fullmatch(TEXT, value):
         raise _refuse("text without control characters (at most 10,000)", value)
     return value
 
@@ -59,14 +59,8 @@ def optional(convert: Callable[[str], object]) -> Callable[[str], object]:
 
 
 def sha256(value: str) -> str:
-    if not SHA256.fullmatch(value):
+    if not re.fullmatch(SHA256, value):
         raise _refuse("64 lowercase hex digits", value)
-    return value
-
-
-def commit(value: str) -> str:
-    if not COMMIT.fullmatch(value):
-        raise _refuse("a full 40-hex commit", value)
     return value
 
 
@@ -83,24 +77,12 @@ def name(value: str) -> str:
         ) from None
 
 
-def agent(value: str) -> str:
-    """A Harbor agent's name, or a custom agent's module.path:ClassName (`-a` takes both)."""
-    from ..harbor import is_import_path
-
-    if is_import_path(value):
-        return value
-    try:
-        return name(value)
-    except argparse.ArgumentTypeError:
-        raise _refuse("a Harbor agent name or module.path:ClassName", value) from None
-
-
-VARIABLE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+VARIABLE = r"[A-Za-z_][A-Za-z0-9_]*"
 
 
 def variable(value: str) -> str:
     """An environment variable's name."""
-    if len(value) > 200 or not VARIABLE.fullmatch(value):
+    if len(value) > 200 or not re.fullmatch(VARIABLE, value):
         raise _refuse("an environment variable's name (letters, digits, _)", value)
     return value
 
@@ -112,7 +94,7 @@ def number(minimum: float = 0, *, above: bool = False, below: float | None = Non
         bound += f" and < {below:g}"
 
     def convert(value: str) -> float:
-        if not DECIMAL.fullmatch(value):
+        if not re.fullmatch(DECIMAL, value):
             raise _refuse(f"a decimal number {bound}", value)
         result = float(value)
         if (
@@ -129,7 +111,7 @@ def number(minimum: float = 0, *, above: bool = False, below: float | None = Non
 
 def whole(minimum: int = 0):
     def convert(value: str) -> int:
-        if not WHOLE.fullmatch(value):
+        if not re.fullmatch(WHOLE, value):
             raise _refuse(f"a whole number >= {minimum}", value)
         result = int(value)
         if result < minimum:
@@ -137,27 +119,6 @@ def whole(minimum: int = 0):
         return result
 
     return _named("whole number", convert)
-
-
-def boolean(value: str) -> bool:
-    if value not in ("true", "false"):
-        raise _refuse("true or false", value)
-    return value == "true"
-
-
-def date(value: str) -> str | None:
-    """YYYY-MM-DD, a real calendar date; empty for unknown."""
-    if not value:
-        return None
-    from datetime import date as calendar
-
-    try:
-        if DATE.fullmatch(value):
-            calendar.fromisoformat(value)
-            return value
-    except ValueError:
-        pass
-    raise _refuse("a real date YYYY-MM-DD (or empty for unknown)", value)
 
 
 def pair(separator: str = "=", left: Callable = nonempty, right: Callable = nonempty):
@@ -178,7 +139,7 @@ def release_file(value: str):
 
     key, sep, rest = value.partition("=")
     path, at, digest = rest.rpartition("@")
-    if not (sep and at and key and path and SHA256.fullmatch(digest)):
+    if not (sep and at and key and path and re.fullmatch(SHA256, digest)):
         raise _refuse("KEY=PATH@SHA256", value)
     return ReleaseFile(name(key), ReleaseFile.kind_of(key), relpath(path), digest)
 
@@ -193,12 +154,12 @@ def unpinned_file(value: str):
     return ReleaseFile(name(key), ReleaseFile.kind_of(key), relpath(path), None)
 
 
-RELPATH = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*")
+RELPATH = r"[A-Za-z0-9_][A-Za-z0-9_.-]*(/[A-Za-z0-9_][A-Za-z0-9_.-]*)*"
 
 
 def relpath(value: str) -> str:
     """A relative POSIX path inside the upstream repository (the schema's `relpath`)."""
-    if not RELPATH.fullmatch(value) or ".." in value:
+    if not re.fullmatch(RELPATH, value) or ".." in value:
         raise _refuse("a relative path inside the repository (no '..')", value)
     return value
 
@@ -207,7 +168,7 @@ def image(value: str) -> dict:
     """ROLE=REFERENCE@DIGEST; an empty reference or digest is unknown."""
     role, sep, rest = value.partition("=")
     reference, _, digest = rest.partition("@")
-    if not sep or not role or (digest and not IMAGE_DIGEST.fullmatch(digest)):
+    if not sep or not role or (digest and not re.fullmatch(IMAGE_DIGEST, digest)):
         raise _refuse("ROLE=REFERENCE@sha256:<64 hex> (reference or digest may be empty)", value)
     return {"role": text(role), "reference": optional_text(reference), "digest": digest or None}
 
@@ -221,42 +182,19 @@ def counts(value: str) -> dict[str, int]:
     return dict(zip(("tasks", "sources", "obligations"), map(at_least_one, parts), strict=True))
 
 
-def environment_type(value: str) -> str:
-    from ..harbor import ENVIRONMENT_TYPES, check_environment_type
-
-    try:
-        return check_environment_type(value)
-    except AfbenchError:
-        raise _refuse(
-            f"a Harbor 0.22.0 environment type ({', '.join(sorted(ENVIRONMENT_TYPES)[:4])}, ...) "
-            "or module.path:ClassName",
-            value,
-        ) from None
-
-
-def model(value: str) -> str:
-    from ..harbor import MODEL
-
-    if not MODEL.fullmatch(value):
-        raise _refuse("provider/model", value)
-    return value
-
-
-def confidence(value: str) -> float:
-    return number(0, above=True, below=1)(value)
-
-
 def stratified_flags(p: argparse.ArgumentParser) -> None:
     """A stratified selection's flags, for both doors."""
+    from ..settings import converter as setting
+
     p.add_argument(
         "--stratified-tasks",
-        type=whole(1),
+        type=setting("selections/*/stratified/tasks"),
         metavar="N",
         help="draw N tasks proportionally per source (largest remainder); needs --stratified-seed",
     )
     p.add_argument(
         "--stratified-seed",
-        type=whole(0),
+        type=setting("selections/*/stratified/seed"),
         metavar="S",
         help="the draw's seed: per source, the tasks with the lowest sha256(f'{S}:{task_id}')",
     )
@@ -279,54 +217,71 @@ def stratified(args: argparse.Namespace) -> dict | None:
 # before the command reads anything: an output that is one of the inputs, that lies inside an
 # input folder, that is named twice or that is not a regular file is refused there, naming both
 # paths. A test keeps every path flag of every command one of these.
-class InputPath(PosixPath):
-    """A file or folder the command reads."""
+@functools.cache
+def _path_kinds() -> dict[str, type]:
+    """The path classes, made on a flag's first path: pathlib is imported when a command runs,
+    not for its --help or its start-up (~5 ms of every job's CPU)."""
+    from pathlib import PosixPath
+
+    class InputPath(PosixPath):
+        """A file or folder the command reads."""
+
+    class InputTree(InputPath):
+        """A folder whose whole content the command reads (a Harbor job, an artifact folder):
+        nothing may be written inside it."""
+
+    class OutputPath(PosixPath):
+        """A file the command writes."""
+
+    class OutputDir(PosixPath):
+        """A folder the command writes into; `files` are the names it writes there, as far as
+        they are known before the command runs (the rest are checked as they are written)."""
+
+        files: tuple[str, ...] = ()
+
+    kinds = {"InputPath": InputPath, "InputTree": InputTree, "OutputPath": OutputPath}
+    kinds["OutputDir"] = OutputDir
+    for name, kind in kinds.items():
+        kind.__qualname__, kind.__module__ = name, __name__
+    return kinds
 
 
-class InputTree(InputPath):
-    """A folder whose whole content the command reads (a Harbor job, an artifact folder):
-    nothing may be written inside it."""
+def __getattr__(name: str) -> type:
+    """InputPath, InputTree, OutputPath and OutputDir, made on their first use (any other name
+    is missing from that namespace: Python's AttributeError)."""
+    from types import SimpleNamespace
+
+    return getattr(SimpleNamespace(**_path_kinds()), name)
 
 
-class OutputPath(PosixPath):
-    """A file the command writes."""
-
-
-class OutputDir(PosixPath):
-    """A folder the command writes into; `files` are the names it writes there, as far as they
-    are known before the command runs (the rest are checked as they are written)."""
-
-    files: tuple[str, ...] = ()
-
-
-def _path(kind: type, value: str) -> PosixPath:
+def _path(kind: str, value: str):
     if not value or "\x00" in value:
         raise _refuse("a path", value)
-    return kind(value)
+    return _path_kinds()[kind](value)
 
 
-def input_path(value: str) -> InputPath:
-    return _path(InputPath, value)
+def input_path(value: str):
+    return _path("InputPath", value)
 
 
-def optional_input_path(value: str) -> InputPath | None:
+def optional_input_path(value: str):
     """A path the command reads, or nothing when empty (a setting left unset)."""
     return input_path(value) if value else None
 
 
-def input_tree(value: str) -> InputTree:
-    return _path(InputTree, value)
+def input_tree(value: str):
+    return _path("InputTree", value)
 
 
-def output_path(value: str) -> OutputPath:
-    return _path(OutputPath, value)
+def output_path(value: str):
+    return _path("OutputPath", value)
 
 
 def output_dir(*files: str):
     """A folder the command writes `files` into."""
 
-    def convert(value: str) -> OutputDir:
-        folder = _path(OutputDir, value)
+    def convert(value: str):
+        folder = _path("OutputDir", value)
         folder.files = files
         return folder
 
@@ -336,6 +291,11 @@ def output_dir(*files: str):
 def declared_files(values: dict) -> tuple[list, list, list, list]:
     """The inputs, output files, input trees and output folders among a parsed command's
     values."""
+    from pathlib import PosixPath
+
+    kinds = _path_kinds()
+    InputPath, InputTree = kinds["InputPath"], kinds["InputTree"]
+    OutputPath, OutputDir = kinds["OutputPath"], kinds["OutputDir"]
     inputs, outputs, trees, folders = [], [], [], []
     for value in values.values():
         for item in value if isinstance(value, list) else [value]:

@@ -1,0 +1,49 @@
+# The sealed analysis plan (opt-in, never part of `all`): what a paired comparison run through
+# `snakemake execute` is meant to show and how it stops, written before it spends anything.
+
+
+rule seal_analysis_plan:
+    """The plan of the comparison under `preregister:`, written write-protected: a changed
+    config never rewrites it (Snakemake refuses; remove the plan to seal a new one)."""
+    input:
+        selection=lambda w: preregistered_selection(),
+    output:
+        protected(ANALYSIS_PLAN),
+    log:
+        f"{LOGS}/seal_analysis_plan.log",
+    localrule: True
+    conda:
+        AFBENCH_ENV
+    params:
+        a_agent=lambda w: comparison_flag("a", "agent"),
+        a_model=lambda w: comparison_flag("a", "model"),
+        b_agent=lambda w: comparison_flag("b", "agent"),
+        b_model=lambda w: comparison_flag("b", "model"),
+        environment_type=setting("environment-type", "plans/environment_type"),
+        attempts=setting("attempts", "execute/attempts"),
+        alpha=setting("alpha", "preregister/alpha"),
+        stopping=setting("stopping", "preregister/stopping"),
+        difference=setting("difference", "preregister/difference"),
+        discordance=setting("discordance", "preregister/discordance"),
+        baseline_rate=setting("baseline-rate", "preregister/baseline_rate"),
+        power=setting("power", "preregister/power"),
+        batch_tasks=setting("batch-tasks", "preregister/batch_tasks"),
+        horizon=setting("horizon", "preregister/horizon"),
+        order_seed=setting("order-seed", "preregister/order_seed"),
+        futility_power=setting("futility-power", "preregister/futility_power"),
+        ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
+        cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
+    shell:
+        "afbench job seal-analysis-plan --selection={input.selection:q} {params.a_agent} "
+        "{params.a_model} {params.b_agent} {params.b_model} {params.environment_type} "
+        "{params.attempts} {params.alpha} {params.stopping} {params.difference} "
+        "{params.discordance} {params.baseline_rate} {params.power} {params.batch_tasks} "
+        "{params.horizon} {params.order_seed} {params.futility_power} {params.ceiling} "
+        "{params.cap} --output={output:q} 2> {log:q}"
+
+
+rule preregister:
+    """Target (opt-in): the sealed analysis plan."""
+    input:
+        ANALYSIS_PLAN,
+    localrule: True
