@@ -72,7 +72,16 @@ if [ -d "$VENV" ] && ! supported "$VENV/bin/python"; then
 fi
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 LOG=$(mktemp)
-if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+# Harbor's own dependencies are pinned too (ci/harbor-<version>-constraints.txt, a freeze of the
+# venv the tests were run with): a new release of one of them on PyPI cannot change the harness.
+CONSTRAINTS="ci/harbor-$HARBOR_VERSION-constraints.txt"
+pinned=()
+if [ -f "$CONSTRAINTS" ]; then
+    pinned=(--constraint "$CONSTRAINTS")
+else
+    say "no $CONSTRAINTS: Harbor $HARBOR_VERSION's dependencies are whatever PyPI has today"
+fi
+if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check "${pinned[@]}" \
     "harbor==$HARBOR_VERSION" >"$LOG" 2>&1; then
     cat "$LOG" >&2
     say "pip install harbor==$HARBOR_VERSION failed (log above)"

@@ -82,7 +82,7 @@ def _load_in_child(path: Path) -> subprocess.CompletedProcess:
         """
     )
     return subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=5, check=False
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
     )
 
 
