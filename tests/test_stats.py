@@ -13,7 +13,7 @@ from statistics import NormalDist
 
 import pytest
 import scipy.special  # noqa: F401  (imported once here, not inside a property test's deadline)
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import afbench.frames as af
@@ -355,6 +355,56 @@ def test_cr2_and_its_df_match_the_matrix_formulas(tasks):
         se, df = cr2_by_matrices(values, sources)
         assert result["se_clustered"] == pytest.approx(se, rel=1e-9, abs=1e-12)
         assert result["df"] == pytest.approx(df, rel=1e-9)
+
+
+def exact_t_quantile(confidence: float, df: float):
+    """The t with P(|T| > t) = 1 - confidence, solved in 40-digit arithmetic (mpmath): the
+    regularised incomplete beta I_{df/(df+t²)}(df/2, 1/2) is that tail."""
+    import mpmath
+    from scipy.special import stdtrit
+
+    with mpmath.workdps(40):
+        alpha = 1 - mpmath.mpf(confidence)
+        half_df = mpmath.mpf(df) / 2
+
+        def tail(t):
+            return mpmath.betainc(half_df, 0.5, 0, df / (df + t * t), regularized=True) - alpha
+
+        return mpmath.findroot(tail, float(stdtrit(df, (1 + confidence) / 2)))
+
+
+T_DFS = [0.2, 0.5, 1, 2, 2.7, 3, 7.3, 16.5, 23, 33.1, 999.5, 9999, 1e4 + 1, 3e6]
+
+
+@pytest.mark.parametrize("df", T_DFS)
+def test_the_t_quantile_is_exact_to_1e_12_and_agrees_with_scipy(df):
+    from scipy.special import stdtrit
+
+    for confidence in (0.01, 0.5, 0.9, 0.95, 0.99, 0.999999):
+        got = t_quantile(confidence, df)
+        exact = exact_t_quantile(confidence, df)
+        assert abs(got - exact) <= 1e-12 * exact, (df, confidence, got, exact)
+        # scipy takes (1 + confidence)/2, rounded: it is off by up to 2e-10 in the far tail
+        assert got == pytest.approx(float(stdtrit(df, (1 + confidence) / 2)), rel=1e-9)
+
+
+@settings(max_examples=300)
+@given(
+    df=st.floats(0.3, 1e8, allow_nan=False),
+    confidence=st.floats(0.001, 0.9999, allow_nan=False),
+)
+def test_the_t_quantile_agrees_with_scipy_everywhere(df, confidence):
+    from scipy.special import stdtrit
+
+    got = t_quantile(confidence, df)
+    assert got == pytest.approx(float(stdtrit(df, (1 + confidence) / 2)), rel=1e-9)
+
+
+def test_the_t_quantile_refuses_what_has_none():
+    for confidence, df in ((0, 3), (1, 3), (0.95, 0), (0.95, -1), (0.95, float("nan"))):
+        with pytest.raises(ValueError):
+            t_quantile(confidence, df)
+    assert t_quantile(0.95, float("inf")) == pytest.approx(NormalDist().inv_cdf(0.975), rel=1e-15)
 
 
 def test_bell_mccaffrey_df_by_hand():
