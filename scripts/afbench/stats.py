@@ -7,6 +7,7 @@ scipy.special cost the report jobs more CPU than the rest of their analysis)."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
@@ -376,28 +377,51 @@ def bell_mccaffrey_df(sizes: Sequence[int], correlation: float = 0.0) -> float |
     and n·G'1_b1_b'G has entries n·v_c·v_d·(δ_cd - p_c - p_d + sum_b p_b^2) (G'1_b =
     v_c(δ_bc - p_b)): a G x G matrix. Equal sizes give G - 1 at ρ = 0. None with fewer than
     two non-empty clusters."""
-    n = sum(sizes)
-    shares = [size / n for size in sizes if size > 0] if n > 0 else []
-    if len(shares) < 2:
-        return None
     if not 0 <= correlation < 1:
         raise ValueError(f"the working correlation must be in [0, 1), not {correlation}")
-    import numpy as np  # the G x G matrix, entry for entry the same IEEE operations
-
-    squares = math.fsum(p * p for p in shares)
+    traces = _bell_mccaffrey_traces(tuple(sorted(size for size in sizes if size > 0)))
+    if traces is None:
+        return None
+    trace_a, trace_b, square_a, cross, square_b = traces
     rho = correlation
-    p = np.array(shares)
-    v = p / np.sqrt(1 - p)
-    eye = np.eye(len(shares))
-    products = v[:, None] * v[None, :]
-    weighted = (rho * n) * v[:, None] * v[None, :]
-    matrix = (1 - rho) * (np.diag(p / (1 - p)) - products) + weighted * (
-        eye - p[:, None] - p[None, :] + squares
-    )
-    # fsum: correctly rounded, so the same in any order of the clusters
-    trace = math.fsum(np.diagonal(matrix).tolist())
-    square = math.fsum((matrix * matrix).ravel().tolist())
+    # M = (1 - ρ)A + ρB with A = n·G'G and B = n·G'(sum_b 1_b 1_b')G, both positive
+    # semi-definite, so tr(AB) >= 0 and the three terms of tr(M^2) never cancel
+    trace = (1 - rho) * trace_a + rho * trace_b
+    square = (1 - rho) ** 2 * square_a + 2 * rho * (1 - rho) * cross + rho**2 * square_b
     return trace * trace / square
+
+
+@functools.lru_cache(maxsize=64)
+def _bell_mccaffrey_traces(sizes: tuple[int, ...]) -> tuple[float, ...] | None:
+    """tr(A), tr(B), tr(A^2), tr(AB), tr(B^2) of `bell_mccaffrey_df`'s two matrices for these
+    (positive, sorted) cluster sizes, entry by entry in O(G^2) and summed correctly rounded
+    (math.fsum), so the same for any order of the clusters. A report asks for them once per
+    task set: every pair over the same tasks has the same sizes, only its correlation differs."""
+    if len(sizes) < 2:
+        return None
+    n = sum(sizes)
+    shares = [size / n for size in sizes]
+    squares = math.fsum(p * p for p in shares)
+    v = [p / math.sqrt(1 - p) for p in shares]
+    diagonal_a, diagonal_b, entries_a, entries_ab, entries_b = [], [], [], [], []
+    for c, (p_c, v_c) in enumerate(zip(shares, v, strict=True)):
+        for d, (p_d, v_d) in enumerate(zip(shares, v, strict=True)):
+            same = c == d
+            a = (p_c / (1 - p_c) if same else 0.0) - v_c * v_d
+            b = n * v_c * v_d * (((1.0 if same else 0.0) - p_c) - p_d + squares)
+            if same:
+                diagonal_a.append(a)
+                diagonal_b.append(b)
+            entries_a.append(a * a)
+            entries_ab.append(a * b)
+            entries_b.append(b * b)
+    return (
+        math.fsum(diagonal_a),
+        math.fsum(diagonal_b),
+        math.fsum(entries_a),
+        math.fsum(entries_ab),
+        math.fsum(entries_b),
+    )
 
 
 def intra_cluster_correlation(
