@@ -346,8 +346,8 @@ def job_startups(sides: dict[str, Side], notes: dict) -> None:
         Run(statistics.median(n.seconds for _, _, n, _ in table), median, 0),
         f"CPU <= {TODAY}'s command for that work, every verb (yardstick: {TODAY} in the same "
         "run; table below)",
-        f"{_ok(met == len(table))} on {met} of {len(table)} verbs ({len(table) - met} over); "
-        f"worst {worst:.2f} x",
+        f"{_ok(met == len(table))}: {len(table) - met} of {len(table)} verbs over, {met} at or "
+        f"under; worst {worst:.2f} x",
     )
 
 
