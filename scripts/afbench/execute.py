@@ -28,6 +28,7 @@ the cap; the engine is asked every few seconds whether it still answers.
 from __future__ import annotations
 
 import copy
+import functools
 import glob
 import hashlib
 import json
@@ -661,6 +662,10 @@ def execute_trial(
             log("released", action="refused")
             return receipt("refused", [], refused=refused)
 
+        # what every way of ending without a usable result passes on: the trial and its places
+        failed = functools.partial(
+            _failed, name, trial, paid, cap, job_dir, run_env, docker, ledger_path, log
+        )
         try:
             environment = run_steps(steps, extra_env, pass_env, names=("export", "check"))
             environment["run"] = step_environment(steps["run"], extra_env, pass_env)[1]
@@ -685,9 +690,7 @@ def execute_trial(
             )
         except AfbenchError as error:
             if job_dir.exists():
-                raise _failed(
-                    name, trial, paid, cap, job_dir, run_env, docker, ledger_path, log, str(error)
-                ) from None
+                raise failed(str(error)) from None
             ledger.release(ledger_path, trial, f"it never reached Harbor: {error}")
             log("released", action="released: never reached Harbor")
             raise AfbenchError(
@@ -699,46 +702,17 @@ def execute_trial(
                 found=error.problems[0].found,
             ) from None
         except BaseException:
-            _failed(
-                name,
-                trial,
-                paid,
-                cap,
-                job_dir,
-                run_env,
-                docker,
-                ledger_path,
-                log,
-                "its trial job was interrupted",
-            )
+            failed("its trial job was interrupted")
             raise
 
         if docker and (problem := ran["engine"] or engine_problem(run_env)):
-            raise _failed(
-                name,
-                trial,
-                paid,
-                cap,
-                job_dir,
-                run_env,
-                docker,
-                ledger_path,
-                log,
+            raise failed(
                 f"{engine_name(run_env)} stopped answering during the trial ({problem})",
                 engine=True,
                 read_job=read_job,
             )
         if job_state(job_dir) != "finished":
-            raise _failed(
-                name,
-                trial,
-                paid,
-                cap,
-                job_dir,
-                run_env,
-                docker,
-                ledger_path,
-                log,
+            raise failed(
                 f"harbor run exited with code {ran['returncode']} and left the trial without a "
                 "result (a full disk, a crash)",
                 running_cost_usd=ran["running_cost_usd"],
