@@ -485,17 +485,24 @@ def _compare_revisions_args(p):
     _output(p)
 
 
+def _trial_cap_usd(p, *, required: bool) -> None:
+    """execute.trial_cap_usd, as every job that reserves, plans or runs trials takes it."""
+    p.add_argument(
+        "--trial-cap-usd",
+        required=required,
+        default=None,
+        type=setting("execute/trial_cap_usd"),
+        metavar="USD|",
+        help="execute.trial_cap_usd: what a trial may spend (empty: the release's nominal "
+        "budget per task)",
+    )
+
+
 def _plan_upgrade_args(p):
     p.add_argument("--diff", required=True, **FILE)
     p.add_argument("--catalog", required=True, help="this release's catalog", **FILE)
     p.add_argument("--attempts", required=True, type=setting("execute/attempts"), metavar="N")
-    p.add_argument(
-        "--trial-cap-usd",
-        default=None,
-        type=setting("execute/trial_cap_usd"),
-        metavar="USD|",
-        help="execute.trial_cap_usd (empty: the release's nominal budget per task)",
-    )
+    _trial_cap_usd(p, required=False)
     _output(p)
 
 
@@ -875,13 +882,7 @@ def _seal_analysis_plan_args(p):
             f"--{key.replace('_', '-')}", required=True, type=setting(f"preregister/{key}")
         )
     p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
-    p.add_argument(
-        "--trial-cap-usd",
-        required=True,
-        type=setting("execute/trial_cap_usd"),
-        metavar="USD|",
-        help="execute.trial_cap_usd (empty: the release's nominal budget per task)",
-    )
+    _trial_cap_usd(p, required=True)
     _output(p)
 
 
@@ -930,9 +931,7 @@ def _decide_step_args(p):
     p.add_argument(
         "--max-cost-usd", required=True, type=setting("execute/max_cost_usd"), metavar="USD|"
     )
-    p.add_argument(
-        "--trial-cap-usd", required=True, type=setting("execute/trial_cap_usd"), metavar="USD|"
-    )
+    _trial_cap_usd(p, required=True)
     _output(p)
 
 
@@ -1177,13 +1176,7 @@ def _run_trial_args(p):
         metavar="USD|",
         help="the run's ceiling (empty: none; an agent that may call a model needs one)",
     )
-    p.add_argument(
-        "--trial-cap-usd",
-        default=None,
-        type=setting("execute/trial_cap_usd"),
-        metavar="USD|",
-        help="what the trial may spend (empty: the release's nominal budget per task)",
-    )
+    _trial_cap_usd(p, required=False)
     p.add_argument(
         "--rerun-interrupted",
         default=False,
