@@ -345,10 +345,22 @@ def validate_config(data: dict, origin: str = "config") -> dict:
 
     Beyond the schema: keys must be text, values plain (no unquoted dates or YAML-only types),
     and an integer setting must be an integer (3.0 is refused, as the code needs an int)."""
+    _check_plain(data, origin)
+    config = copy.deepcopy(data)
+    errors = sorted(_validator().iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
+    if errors:
+        raise AfbenchError(problems=[_describe(error, origin) for error in errors])
+    check_settings(config, origin)
+    return config
+
+
+@functools.cache
+def _validator():
+    """The schema's validator, which fills defaults as it goes, built once a process: building
+    it (jsonschema makes a validator class with attrs, which compiles its methods) and parsing
+    the schema cost a third of each validation."""
     from jsonschema import Draft202012Validator, validators
 
-    _check_plain(data, origin)
-    schema = _schema()
     properties_rule = Draft202012Validator.VALIDATORS["properties"]
 
     def fill_defaults(validator, properties, instance, subschema):
@@ -364,14 +376,7 @@ def validate_config(data: dict, origin: str = "config") -> dict:
     filling = validators.extend(
         Draft202012Validator, {"properties": fill_defaults}, type_checker=strict_integers
     )
-    config = copy.deepcopy(data)
-    errors = sorted(
-        filling(schema).iter_errors(config), key=lambda e: list(map(str, e.absolute_path))
-    )
-    if errors:
-        raise AfbenchError(problems=[_describe(error, origin) for error in errors])
-    check_settings(config, origin)
-    return config
+    return filling(_schema())
 
 
 def check_settings(config: dict, origin: str = "config") -> None:
