@@ -62,7 +62,7 @@ test: setup
 # unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker, browser or full-scale inputs):
 # for iteration, spread over the machine's cores (pytest-xdist)
 test-fast: setup
-	$(ACTIVATE) $(TEST_ENV) python -m pytest -n auto -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
+	$(ACTIVATE) $(TEST_ENV) AFBENCH_QUICK_PROPERTIES=1 python -m pytest -n auto -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
 
 lint: setup
 	$(BIN)/ruff check scripts tests bench

@@ -46,9 +46,20 @@ FIXTURES = REPO / "tests" / "fixtures" / "harbor-0.22.0-jobs"
 OWNER_REPO = "afbench/test-release"
 
 
+# `make test-fast` (AFBENCH_QUICK_PROPERTIES=1) runs each property test on a quarter of its
+# examples, at least 10, the way Hypothesis' documentation keeps a quick profile for iteration;
+# `make test`, which CI runs, gives every property its full count
+QUICK_PROPERTIES = os.environ.get("AFBENCH_QUICK_PROPERTIES") == "1"
+
+
+def examples(count: int) -> int:
+    """A property test's number of examples: `count`, or a quarter of it in a quick run."""
+    return max(10, count // 4) if QUICK_PROPERTIES else count
+
+
 # every property test: no per-example deadline (Hypothesis' 200 ms is a timing assertion that a
 # loaded CI machine can fail at random; speed is measured in bench/, not asserted here)
-settings.register_profile("afbench", deadline=None)
+settings.register_profile("afbench", deadline=None, max_examples=examples(100))
 settings.load_profile("afbench")
 
 
@@ -789,11 +800,13 @@ RELEASE = REPO / "resources" / "demo-release"
 
 # 8. the properties bench/robustness.py runs 5,000 times each, here briefly -------------------
 EXAMPLES_100 = settings(
-    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(100), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
-EXAMPLES_60 = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+EXAMPLES_60 = settings(
+    max_examples=examples(60), deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
@@ -865,7 +878,7 @@ def _hostile_environment(tmp_path: Path) -> tuple[dict, Path]:
 
 
 EXAMPLES_150 = settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

@@ -15,6 +15,7 @@ from afbench.errors import AfbenchError
 import properties as prop
 from conftest import (
     EXAMPLES_150,
+    examples,
 )
 
 
@@ -40,7 +41,7 @@ def test_harmless_changes_give_the_clean_result(which, seed, crlf, bom, quote_al
 
 
 EXAMPLES_300 = settings(
-    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 
 

@@ -21,6 +21,7 @@ import properties as prop
 from conftest import (
     afbench,
     config_for,
+    examples,
     fetch_release,
     import_model,
     release_dir,
@@ -268,7 +269,7 @@ JSON_BITS += [b"1e999", b"NaN", b"-0", b"01", b"\\ud800", b"\x1f", b"\xff", b'"t
 JSON_BITS += [b'"records": [], ', b"9" * 30, b"\xc3\xa9", b"\xef\xbb\xbf"]
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     edits=st.lists(
         st.tuples(
@@ -305,7 +306,7 @@ def whole(data: bytes):
         return str(exc)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     edits=st.lists(
         st.tuples(

@@ -29,6 +29,7 @@ from conftest import (
     demo_revision,
     docker_leftovers,
     docker_skip_reason,
+    examples,
     harbor_skip_reason,
     snakemake,
     snakemake_env,
@@ -93,7 +94,7 @@ def test_largest_remainder_allocations_are_not_nested_and_the_order_still_is():
     assert_every_prefix_stratified(sizes, 0)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(st.lists(st.integers(0, 25), min_size=1, max_size=9), st.integers(0, 10**6))
 def test_every_prefix_is_stratified_for_any_source_sizes(sizes, seed):
     if sum(sizes) == 0:

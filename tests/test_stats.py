@@ -49,7 +49,7 @@ from afbench.stats import (
     z_for,
 )
 
-from conftest import IMPORTS
+from conftest import IMPORTS, examples
 
 Z2 = 1.959963984540054**2
 
@@ -388,7 +388,7 @@ def test_the_t_quantile_is_exact_to_1e_12_and_agrees_with_scipy(df):
         assert got == pytest.approx(float(stdtrit(df, (1 + confidence) / 2)), rel=1e-9)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(
     df=st.floats(0.3, 1e8, allow_nan=False),
     confidence=st.floats(0.001, 0.9999, allow_nan=False),
