@@ -51,12 +51,37 @@ class Parser(argparse.ArgumentParser):
         )
 
 
+class Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, as wide as argparse makes it ($COLUMNS, else the terminal's width,
+    else 80, less 2) without the shutil import argparse makes for that: shutil brings bz2 and
+    lzma, a tenth of a job's start-up, and argparse builds a formatter for every argument."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width or _columns() - 2)
+
+
+def _columns() -> int:
+    """shutil.get_terminal_size().columns."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        return os.get_terminal_size(sys.__stdout__.fileno()).columns or 80
+    except (AttributeError, ValueError, OSError):
+        return 80
+
+
 def _parser(prog: str, summary: str, example: str | None = None) -> argparse.ArgumentParser:
     return Parser(
         prog=prog,
         description=summary,
         epilog=("examples:\n  " + example.replace("\n", "\n  ")) if example else None,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=Formatter,
         allow_abbrev=False,
     )
 
@@ -90,7 +115,7 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
             help=command.summary,
             description=command.summary,
             epilog=("examples:\n  " + example.replace("\n", "\n  ")) if example else None,
-            formatter_class=argparse.RawDescriptionHelpFormatter,
+            formatter_class=Formatter,
             allow_abbrev=False,
         )
         p.set_defaults(handler=guarded(command.run))
@@ -102,7 +127,9 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
         add(sub, name, command, name)
     if not one_job:
         demo = sub.add_parser(
-            "demo", help="the synthetic demo release: its files or its repository"
+            "demo",
+            help="the synthetic demo release: its files or its repository",
+            formatter_class=Formatter,
         )
         demo_sub = demo.add_subparsers(dest="action", required=True, metavar="ACTION")
         for name, command in DEMO.items():
@@ -111,6 +138,7 @@ def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
         "job",
         help="the pipeline's commands, one per Snakemake rule (files and typed settings only)",
         description="One command per rule of the workflow; Snakemake runs them.",
+        formatter_class=Formatter,
     )
     job_sub = job.add_subparsers(dest="job", required=True, metavar="RULE")
     for name, command in JOBS.items():
