@@ -154,11 +154,14 @@ def read_file_once(path: str, what: str, max_bytes: int, *, missing_ok: bool = F
         chunks = []
         left = max_bytes + 1
         while left > 0:
-            chunk = os.read(fd, min(left, max(info.st_size + 1, 1 << 16)))
-            if not chunk:
+            wanted = min(left, max(info.st_size + 1, 1 << 16))
+            chunk = os.read(fd, wanted)
+            if chunk:
+                chunks.append(chunk)
+                left -= len(chunk)
+            # a regular file reads short only at its end: no second read to hear it say so
+            if len(chunk) < wanted:
                 break
-            chunks.append(chunk)
-            left -= len(chunk)
     except OSError as exc:
         raise AfbenchError(f"cannot read {what}: {exc.strerror}", file=path) from None
     finally:
