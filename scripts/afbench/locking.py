@@ -39,13 +39,21 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def open_regular(path: Path, flags: int, what: str, mode: int = 0o644) -> int:
+def open_regular(
+    path: Path, flags: int, what: str, mode: int = 0o644, *, missing_ok: bool = False
+) -> int | None:
     """A descriptor of the regular file at `path` (created with `mode` when `flags` say so),
     never through a symbolic link and never blocking on a FIFO: opened with O_NOFOLLOW and
     O_NONBLOCK, then refused unless fstat says it is a regular file. A planted link, FIFO,
-    device or folder at a ledger or lock path is one error naming it."""
+    device or folder at a ledger or lock path is one error naming it. With `missing_ok`, None
+    when the file is absent at the open itself (asked after a failed open, another process
+    may have created it in between)."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except FileNotFoundError as error:
+        if missing_ok:
+            return None
+        raise AfbenchError(f"cannot open the {what}: {error.strerror}", file=str(path)) from None
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise AfbenchError(
@@ -116,12 +124,9 @@ def append_event(
 
 def read_bytes(path: Path, what: str, max_bytes: int = 1 << 30) -> bytes:
     """The bytes of a log (a regular file, not a link; none if absent)."""
-    try:
-        fd = open_regular(path, os.O_RDONLY, what)
-    except AfbenchError:
-        if not os.path.lexists(path):
-            return b""
-        raise
+    fd = open_regular(path, os.O_RDONLY, what, missing_ok=True)
+    if fd is None:
+        return b""
     try:
         size = os.fstat(fd).st_size
         if size > max_bytes:
@@ -173,10 +178,6 @@ def _read_holder(fd: int) -> dict | None:
     return {key: holder.get(key) for key in ("host", "pid", "slurm_job_id", "since")}
 
 
-def _open(path: Path, create: bool) -> int:
-    return open_regular(path, os.O_RDWR | (os.O_CREAT if create else 0), "lock file")
-
-
 @contextmanager
 def held(
     path: Path,
@@ -191,7 +192,7 @@ def held(
     if key in _HELD:
         raise AfbenchError("this process already holds the lock", file=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _open(path, create=True)
+    fd = open_regular(path, os.O_RDWR | os.O_CREAT, "lock file")
     try:
         waited = False
         while not _try_lock(fd):
@@ -218,9 +219,9 @@ def holder(path: Path) -> dict | None:
     key = os.path.abspath(path)
     if key in _HELD:
         return _HELD[key][1]
-    if not os.path.lexists(path):
+    fd = open_regular(path, os.O_RDWR, "lock file", missing_ok=True)
+    if fd is None:
         return None
-    fd = _open(path, create=False)
     try:
         if _try_lock(fd):
             return None
