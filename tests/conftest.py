@@ -63,10 +63,10 @@ settings.register_profile("afbench", deadline=None, max_examples=examples(100))
 settings.load_profile("afbench")
 
 
-# the machine's shared engines: under xdist (`make test` runs `-n 2 --dist loadgroup`) the tests
+# the machine's shared engines: under xdist (`make test` runs `-n 3 --dist loadgroup`) the tests
 # that drive them run one after another on one worker, as they do in a serial run (they wait
 # for SLURM's queue to empty, count a cluster's submissions, watch Docker's containers, time
-# trials), while the other worker takes the rest
+# trials), while the other workers take the rest
 SHARED_ENGINES = ("slurm", "docker", "harbor")
 
 
