@@ -50,11 +50,9 @@ def open_regular(
     may have created it in between)."""
     try:
         fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, mode)
-    except FileNotFoundError as error:
-        if missing_ok:
-            return None
-        raise AfbenchError(f"cannot open the {what}: {error.strerror}", file=str(path)) from None
     except OSError as error:
+        if error.errno == errno.ENOENT and missing_ok:
+            return None
         if error.errno == errno.ELOOP:
             raise AfbenchError(
                 f"the {what} is a symbolic link; refusing to follow it", file=str(path)
