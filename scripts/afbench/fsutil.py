@@ -156,9 +156,8 @@ def read_file_once(path: str, what: str, max_bytes: int, *, missing_ok: bool = F
         while left > 0:
             wanted = min(left, max(info.st_size + 1, 1 << 16))
             chunk = os.read(fd, wanted)
-            if chunk:
-                chunks.append(chunk)
-                left -= len(chunk)
+            chunks.append(chunk)
+            left -= len(chunk)
             # a regular file reads short only at its end: no second read to hear it say so
             if len(chunk) < wanted:
                 break
