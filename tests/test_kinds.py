@@ -460,3 +460,35 @@ official.import_model(made, entry(f"results/{slug}.csv"), official.ModelSpec(slu
     done = run_with(package, code)
     assert done.returncode != 0
     assert said in done.stderr, done.stderr[-2000:]
+
+
+def test_a_field_of_a_declared_form_refuses_other_text_in_reader_and_schema(tmp_path):
+    digest = Kind("afbench test digest", Field("sha256", str, pattern=kinds.SHA256))
+    good = digest.record(sha256="a" * 64)
+    assert placeholder(digest.field("sha256")) == "0" * 64
+    validator = Draft202012Validator(digest.json_schema())
+    assert validator.is_valid(good)
+    for bad in ("A" * 64, "a" * 63, "a" * 64 + "\n", "../../etc/passwd"):
+        path = tmp_path / "digest.json"
+        path.write_bytes(json_bytes({**good, "sha256": bad}))
+        with pytest.raises(AfbenchError) as refused:
+            digest.read(path)
+        assert str(refused.value).startswith(f"{path}: field 'sha256': artifact field is not of")
+        assert "a SHA-256 digest" in str(refused.value)
+        assert not validator.is_valid({**good, "sha256": bad})
+    with pytest.raises(TypeError):
+        Field("count", int, pattern=kinds.SHA256)
+
+
+def test_every_relation_joins_declared_kinds_through_a_check_that_exists():
+    from importlib import import_module
+
+    from afbench.kinds import relations
+
+    declared = [v for v in vars(relations).values() if isinstance(v, relations.Relation)]
+    assert len({r.name for r in declared}) == len(declared) >= 15
+    for relation in declared:
+        assert relation.artifact in KINDS, relation.name
+        assert relation.source is None or relation.source in KINDS, relation.name
+        module, _, function = relation.check.partition(":")
+        assert callable(getattr(import_module(module), function)), relation.name

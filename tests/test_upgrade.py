@@ -532,3 +532,102 @@ def test_the_demo_upgrade_compares_results_on_the_comparable_subset(tmp_path):
 
     board = frames.leaderboard(root / "results" / second)
     assert board.attrs["revision"] == second and len(board) == 9
+
+
+def _key_renamed(digests: dict, old: str, new: str) -> None:
+    digests["tasks"] = {(new if k == old else k): v for k, v in digests["tasks"].items()}
+
+
+def _set_file_digest(digests: dict, task: str, path: str) -> None:
+    digests["tasks"][task]["export"]["files"][path]["sha256"] = "1" * 64
+
+
+# a hostile user's consistent-looking digests: each must be refused before anything is planned
+TAMPERED = {
+    "a key renamed to a path": (
+        "current",
+        lambda d: _key_renamed(d, "u_t1", "../../etc/passwd"),
+        ["field 'tasks.../../etc/passwd'", "not a safe name"],
+    ),
+    "a key naming another task than its row": (
+        "current",
+        lambda d: _key_renamed(d, "u_t1", "u_t9"),
+        ["field 'tasks.u_t9.row.task_id'", "the key names another task than its row"],
+    ),
+    "a task missing": (
+        "current",
+        lambda d: d["tasks"].pop("u_t2"),
+        ["field 'tasks'", "task(s) of the catalog have no digests", "u_t2"],
+    ),
+    "two keys with one row": (
+        "current",
+        lambda d: d["tasks"].__setitem__("u_t7", d["tasks"]["u_t1"]),
+        ["field 'tasks.u_t7.row.task_id'", "task(s) are not in the catalog"],
+    ),
+    "a digest that is not 64 hex digits": (
+        "current",
+        lambda d: d["tasks"]["u_t3"].__setitem__("manifest_row", "abc"),
+        ["field 'tasks.u_t3.manifest_row'", "a SHA-256 digest"],
+    ),
+    "Harbor's checksum zeroed": (
+        "current",
+        lambda d: d["tasks"]["u_t1"]["export"].__setitem__("checksum", "0" * 64),
+        ["field 'tasks.u_t1.export.checksum'", "Harbor's task checksum is not that of"],
+    ),
+    "a file's digest changed, the parts left alone": (
+        "previous",
+        lambda d: _set_file_digest(d, "u_t1", "instruction.md"),
+        ["field 'tasks.u_t1.export.parts.statement'", "field 'tasks.u_t1.export.checksum'"],
+    ),
+    "a row changed, its catalog digests left alone": (
+        "current",
+        lambda d: d["tasks"]["u_t1"]["row"].__setitem__("source_ref", "Lemma 9"),
+        ["field 'tasks.u_t1.manifest_row'", "field 'tasks.u_t1.row.source_ref'"],
+    ),
+    "a previous release of another repository": (
+        "previous",
+        lambda d: d["release"].__setitem__("repository", "someone/else"),
+        ["field 'release.repository'", "the previous release is of another repository"],
+    ),
+    "a malformed previous revision": (
+        "previous",
+        lambda d: d["release"].__setitem__("revision", "main"),
+        ["field 'release.revision'", "not a pinned commit"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", TAMPERED, ids=list(TAMPERED))
+def test_afbench_diff_refuses_digests_that_disagree_with_their_files_or_catalog(
+    revisions, tmp_path, case
+):
+    which, tamper, said = TAMPERED[case]
+    files = {}
+    for name in ("old", "new"):
+        catalog, digests = revisions[name]
+        digests = json.loads(json_bytes(digests))
+        if (which == "previous") == (name == "old"):
+            tamper(digests)
+        files[name] = _write(
+            tmp_path / name,
+            {"catalog.json": json_bytes(catalog), "digests.json": json_bytes(digests)},
+        )
+    out = tmp_path / "upgrade"
+    tampered = files["old" if which == "previous" else "new"] / "digests.json"
+    done = _cli(
+        "diff",
+        "--previous",
+        str(files["old"] / "digests.json"),
+        "--current",
+        str(files["new"] / "digests.json"),
+        "--catalog",
+        str(files["new"] / "catalog.json"),
+        "--output-dir",
+        str(out),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    assert str(tampered) in done.stderr
+    for text in said:
+        assert text in done.stderr
+    assert not out.exists() or not any(out.iterdir())

@@ -257,7 +257,6 @@ def export_digests(task_dir: Path) -> dict:
     """An exported task folder's digests: Harbor's checksum of the whole folder, each file and
     task.toml table with its part, one digest per part, and the declared package name and
     version ([task] of task.toml). Symbolic links are refused (a task folder is plain files)."""
-    import hashlib
     import os
     import tomllib
 
@@ -309,21 +308,45 @@ def export_digests(task_dir: Path) -> dict:
                 "sha256": canonical_digest(_plain(table[key])),
                 "executable": False,
             }
+    return {
+        "checksum": task_checksum(task_dir),
+        "parts": part_digests(entries),
+        "files": dict(sorted(entries.items())),
+        "task_toml_sha256": sha256_file(toml_path, "exported task.toml")
+        if toml_path.is_file()
+        else None,
+        "declared": declared,
+        "regrade": regrade_refusal(table if toml_path.is_file() else {}),
+    }
+
+
+def part_digests(files: dict[str, dict]) -> dict[str, str]:
+    """One digest per part: SHA-256 of the sorted lines 'path NUL sha256 NUL mode' of its
+    files and task.toml tables."""
+    import hashlib
+
     parts = {}
     for part in PARTS:
         lines = sorted(
             f"{rel}\0{e['sha256']}\0{'x' if e['executable'] else '-'}\n"
-            for rel, e in entries.items()
+            for rel, e in files.items()
             if e["part"] == part
         )
         parts[part] = hashlib.sha256("".join(lines).encode()).hexdigest()
-    return {
-        "checksum": task_checksum(task_dir),
-        "parts": parts,
-        "files": dict(sorted(entries.items())),
-        "declared": declared,
-        "regrade": regrade_refusal(table if toml_path.is_file() else {}),
+    return parts
+
+
+def exported_checksum(export: dict) -> str | None:
+    """Harbor's task checksum of an exported task, derived again from its digests record: the
+    files it lists and task.toml (its tables are listed, its bytes' digest beside them)."""
+    from .harbor import checksum_of_files
+
+    files = {
+        rel: e["sha256"] for rel, e in export["files"].items() if not rel.startswith("task.toml#")
     }
+    if export["task_toml_sha256"] is not None:
+        files["task.toml"] = export["task_toml_sha256"]
+    return checksum_of_files(files)
 
 
 def _plain(value: object) -> object:
@@ -468,9 +491,7 @@ def select_tasks(
     if stratified is not None:
         chosen, drawn = _stratified(catalog, chosen, stratified)
     ids = [t["task_id"] for t in chosen]
-    digest = canonical_digest(
-        {"revision": catalog["release"]["revision"], "inputs": catalog["inputs"], "task_ids": ids}
-    )
+    digest = selection_hash(catalog, ids)
     return SELECTION.record(
         note=CATALOG_NOTE,
         name=name,
@@ -622,3 +643,326 @@ def freeze(selection: dict, digests: dict, earlier: dict | None) -> dict:
             "members": members,
         },
     )
+
+
+# --- relations (afbench.kinds.relations): what binds the tasks' artifacts to their sources ----
+def _differs(field: str, message: str, expected: object, found: object) -> Problem:
+    return Problem(message, field=field, expected=expected, found=found)
+
+
+def _safe(task_id: str, field: str) -> list[Problem]:
+    try:
+        check_name(task_id, field)
+    except AfbenchError as error:
+        return error.problems
+    return []
+
+
+def catalog_holds(catalog: dict, _: None = None) -> list[Problem]:
+    """CATALOG_OF_ITSELF: the counts, each source's n_tasks and each task's catalog digests
+    derived again from its rows."""
+    tasks, problems = catalog["tasks"], []
+    ids = [t["task_id"] for t in catalog["tasks"]]
+    for task_id, n in Counter(ids).items():
+        if n > 1:
+            problems.append(_differs("tasks", "a task is listed twice", "each task once", task_id))
+    actual = {
+        "tasks": len(tasks),
+        "sources": len(catalog["sources"]),
+        "obligations": sum(t["n_obligations"] for t in tasks),
+    }
+    for key, value in actual.items():
+        if catalog["counts"][key] != value:
+            problems.append(
+                _differs(
+                    f"counts.{key}",
+                    "the count is not that of the list",
+                    value,
+                    catalog["counts"][key],
+                )
+            )
+    per_source = Counter(t["source_id"] for t in tasks)
+    for source in catalog["sources"]:
+        if source["n_tasks"] != per_source[source["source_id"]]:
+            problems.append(
+                _differs(
+                    f"sources.{source['source_id']}.n_tasks",
+                    "the source's n_tasks is not the count of its tasks",
+                    per_source[source["source_id"]],
+                    source["n_tasks"],
+                )
+            )
+    unknown = sorted(set(per_source) - {s["source_id"] for s in catalog["sources"]})
+    if unknown:
+        problems.append(
+            _differs("tasks", "a task's source is not listed", "a listed source", unknown[0])
+        )
+    digests = catalog["task_digests"]
+    if set(digests) != set(ids):
+        extra = sorted(set(digests) ^ set(ids))
+        problems.append(
+            _differs(
+                "task_digests",
+                "the digests are not of the catalog's tasks",
+                "one entry per task",
+                extra[0],
+            )
+        )
+    for task in tasks:
+        recorded = digests.get(task["task_id"])
+        if recorded is not None and recorded != catalog_digests(task):
+            problems.append(
+                _differs(
+                    f"task_digests.{task['task_id']}",
+                    "the task's catalog digests are not those of its row",
+                    catalog_digests(task),
+                    recorded,
+                )
+            )
+    return problems
+
+
+def digests_hold(digests: dict, _: None = None) -> list[Problem]:
+    """DIGESTS_OF_ITSELF: each key is a safe task id and its row's; each task's catalog
+    digests are those of its row, and each exported task's part digests and Harbor checksum
+    those of its files (derived again)."""
+    problems: list[Problem] = []
+    exported = digests["export"]["exported"]
+    for task_id, entry in digests["tasks"].items():
+        at = f"tasks.{task_id}"
+        problems += _safe(task_id, at)
+        if entry["row"]["task_id"] != task_id:
+            problems.append(
+                _differs(
+                    f"{at}.row.task_id",
+                    "the key names another task than its row",
+                    task_id,
+                    entry["row"]["task_id"],
+                )
+            )
+        derived = catalog_digests(entry["row"])
+        for name, digest in derived.items():
+            if entry[name] != digest:
+                problems.append(
+                    _differs(
+                        f"{at}.{name}",
+                        f"the {name} digest is not that of the task's row",
+                        digest,
+                        entry[name],
+                    )
+                )
+        export = entry["export"]
+        if (export is not None) != exported:
+            problems.append(
+                _differs(
+                    f"{at}.export",
+                    "the task's export does not match export.exported",
+                    "an export" if exported else "null",
+                    "null" if export is None else "an export",
+                )
+            )
+        if export is None:
+            continue
+        parts = part_digests(export["files"])
+        for part, digest in parts.items():
+            if export["parts"][part] != digest:
+                problems.append(
+                    _differs(
+                        f"{at}.export.parts.{part}",
+                        f"the {part} digest is not that of the task's files",
+                        digest,
+                        export["parts"][part],
+                    )
+                )
+        checksum = exported_checksum(export)
+        if export["checksum"] != checksum:
+            problems.append(
+                _differs(
+                    f"{at}.export.checksum",
+                    "Harbor's task checksum is not that of the task's files and task.toml",
+                    checksum,
+                    export["checksum"],
+                )
+            )
+    return problems
+
+
+def digests_agree_with_catalog(digests: dict, catalog: dict) -> list[Problem]:
+    """DIGESTS_OF_CATALOG: the same revision and inputs, the same task set, and each task's
+    MANIFEST row and catalog digests the catalog's."""
+    problems: list[Problem] = []
+    if digests["release"]["revision"] != catalog["release"]["revision"]:
+        problems.append(
+            _differs(
+                "release.revision",
+                "the digests are of another revision than the catalog",
+                catalog["release"]["revision"],
+                digests["release"]["revision"],
+            )
+        )
+    if digests["inputs"] != catalog["inputs"]:
+        problems.append(
+            _differs(
+                "inputs",
+                "the digests were made from other release files than the catalog",
+                catalog["inputs"],
+                digests["inputs"],
+            )
+        )
+    rows = {t["task_id"]: t for t in catalog["tasks"]}
+    missing = [task_id for task_id in rows if task_id not in digests["tasks"]]
+    unknown = [task_id for task_id in digests["tasks"] if task_id not in rows]
+    if missing:
+        problems.append(
+            _differs(
+                "tasks",
+                f"{len(missing)} task(s) of the catalog have no digests",
+                "every task of the catalog",
+                ", ".join(missing[:5]),
+            )
+        )
+    if unknown:
+        problems.append(
+            _differs(
+                "tasks",
+                f"{len(unknown)} task(s) are not in the catalog",
+                "only the catalog's tasks",
+                ", ".join(unknown[:5]),
+            )
+        )
+    for task_id, entry in digests["tasks"].items():
+        task = rows.get(task_id)
+        if task is None:
+            continue
+        for field in MANIFEST_FIELDS:
+            if entry["row"][field] != task[field]:
+                problems.append(
+                    _differs(
+                        f"tasks.{task_id}.row.{field}",
+                        "the row is not the catalog's",
+                        task[field],
+                        entry["row"][field],
+                    )
+                )
+        for name, digest in catalog["task_digests"].get(task_id, {}).items():
+            if entry[name] != digest:
+                problems.append(
+                    _differs(
+                        f"tasks.{task_id}.{name}",
+                        "the digest is not the catalog's",
+                        digest,
+                        entry[name],
+                    )
+                )
+    return problems
+
+
+def selection_hash(catalog: dict, task_ids: list[str]) -> str:
+    """A selection's selection_sha256: its catalog's revision and inputs and its task ids."""
+    return canonical_digest(
+        {
+            "revision": catalog["release"]["revision"],
+            "inputs": catalog["inputs"],
+            "task_ids": task_ids,
+        }
+    )
+
+
+def selection_of_catalog(selection: dict, catalog: dict) -> list[Problem]:
+    """SELECTION_OF_CATALOG: the release, selection_sha256 of the task ids, each task's row
+    the catalog's, the counts; a selection made by criteria alone is made again from them and
+    must be the same record."""
+    problems: list[Problem] = []
+    if selection["release"] != catalog["release"]:
+        problems.append(
+            _differs(
+                "release",
+                "the selection is of another release than the catalog",
+                catalog["release"]["revision"],
+                selection["release"]["revision"],
+            )
+        )
+    ids = selection["task_ids"]
+    digest = selection_hash(catalog, ids)
+    if selection["selection_sha256"] != digest:
+        problems.append(
+            _differs(
+                "selection_sha256",
+                "the selection's task ids do not hash to its selection_sha256",
+                digest,
+                selection["selection_sha256"],
+            )
+        )
+    rows = {t["task_id"]: t for t in catalog["tasks"]}
+    unknown = [task_id for task_id in ids if task_id not in rows]
+    if unknown:
+        problems.append(
+            _differs(
+                "task_ids",
+                "a task is not in the catalog",
+                "a task of the catalog",
+                ", ".join(unknown[:5]),
+            )
+        )
+    twice = sorted(task_id for task_id, n in Counter(ids).items() if n > 1)
+    if twice:
+        problems.append(_differs("task_ids", "a task is listed twice", "each task once", twice[0]))
+    if [t["task_id"] for t in selection["tasks"]] != ids:
+        problems.append(
+            _differs(
+                "tasks",
+                "the tasks are not the task ids, in order",
+                len(ids),
+                len(selection["tasks"]),
+            )
+        )
+    for index, task in enumerate(selection["tasks"]):
+        if task["task_id"] in rows and task != rows[task["task_id"]]:
+            problems.append(
+                _differs(
+                    f"tasks[{index}]",
+                    "the task's row is not the catalog's",
+                    task["task_id"],
+                    "another row",
+                )
+            )
+    counts = {
+        "tasks": len(ids),
+        "obligations": sum(rows[t]["n_obligations"] for t in ids if t in rows),
+    }
+    if selection["counts"] != counts:
+        problems.append(
+            _differs("counts", "the counts are not the tasks'", counts, selection["counts"])
+        )
+    if problems or any(k in selection for k in ("derived", "comparable", "frozen")):
+        return problems
+    criteria = selection["criteria"]
+    drawn = criteria["stratified"]
+    try:
+        again = select_tasks(
+            catalog,
+            selection["name"],
+            tasks=criteria["tasks"],
+            sources=criteria["sources"],
+            limit=criteria["limit"],
+            stratified=None if drawn is None else {"tasks": drawn["tasks"], "seed": drawn["seed"]},
+        )
+    except AfbenchError as error:
+        return [
+            _differs(
+                "criteria",
+                f"the criteria select nothing: {error}",
+                "criteria that select the tasks",
+                criteria,
+            )
+        ]
+    if again != selection:
+        problems.append(
+            _differs(
+                "task_ids",
+                "the criteria select other tasks from the catalog",
+                f"{again['counts']['tasks']} tasks, sha256 {again['selection_sha256']}",
+                f"{len(ids)} tasks",
+            )
+        )
+    return problems

@@ -358,3 +358,46 @@ def _upper_bound(bounds: dict) -> dict:
 
 # leaderboard.csv: the summary's leaderboard rows, letters as text
 LEADERBOARD_COLUMNS = LEADERBOARD_ROW.names
+
+
+def summary_of_import(summary: dict, imported: dict) -> list[Problem]:
+    """SUMMARY_OF_IMPORT (afbench.kinds.relations): the summary's leaderboard row of the
+    model is the import's (passes, tasks, rate, errors), from the same results file."""
+    row = next((r for r in summary["leaderboard"] if r["model"] == imported["model"]), None)
+    if row is None:
+        return [
+            Problem(
+                "the summary has no row of the model",
+                field="leaderboard",
+                expected=imported["model"],
+                found=", ".join(r["model"] for r in summary["leaderboard"]),
+            )
+        ]
+    problems = []
+    facts = {
+        "passes": imported["passes"],
+        "tasks": imported["tasks"],
+        "success_rate": imported["success_rate"],
+        "infrastructure_errors": imported["infrastructure_errors"]["count"],
+    }
+    for field, value in facts.items():
+        if row[field] != value:
+            problems.append(
+                Problem(
+                    "the leaderboard row is not the import's",
+                    field=f"leaderboard.{imported['model']}.{field}",
+                    expected=value,
+                    found=row[field],
+                )
+            )
+    digest = imported["inputs"].get(imported["file"])
+    if summary["inputs"].get(imported["file"]) != digest:
+        problems.append(
+            Problem(
+                "the summary was made from another results file",
+                field=f"inputs.{imported['file']}",
+                expected=digest,
+                found=summary["inputs"].get(imported["file"]),
+            )
+        )
+    return problems

@@ -626,3 +626,27 @@ def analysis_block(
                 found=digest,
             )
     return {k: v for k, v in artifact.items() if k not in ("kind", "schema_version")}
+
+
+def comparisons_of_comparable(artifact: dict, comparable: dict) -> list:
+    """COMPARISONS_OF_COMPARABLE (afbench.kinds.relations): the comparisons were made on this
+    comparable subset (its name, hash, diff and size)."""
+    from .errors import Problem
+
+    made = comparable.get("comparable") or {}
+    named = {
+        "name": comparable["name"],
+        "selection_sha256": comparable["selection_sha256"],
+        "diff_sha256": made.get("diff_sha256"),
+        "tasks": comparable["counts"]["tasks"],
+    }
+    return [
+        Problem(
+            "the comparisons were made on another comparable subset",
+            field=f"comparable.{field}",
+            expected=value,
+            found=artifact["comparable"][field],
+        )
+        for field, value in named.items()
+        if artifact["comparable"][field] != value
+    ]

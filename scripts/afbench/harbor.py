@@ -248,43 +248,67 @@ def check_environment_type(value: object, field: str = "plans.environment_type")
 
 def task_checksum(task_dir: Path) -> str:
     """The `task_checksum` Harbor 0.22.0 records in a trial's result.json for the task folder
-    it ran: `dirhash(task_dir, "sha256")` of dirhash 0.5.0 with its defaults. Each folder's hash
-    is the SHA-256 of its entries' descriptors, sorted and joined by two NULs; an entry's
-    descriptor is its sorted properties joined by one NUL: `name:<name>` and `data:<SHA-256 of
-    the file>` or `dirhash:<the folder's hash>`. Links are followed; a folder with no file
-    below it is left out (a task folder without any file has no checksum)."""
+    it ran: `dirhash(task_dir, "sha256")` of dirhash 0.5.0 with its defaults (checksum_of_files
+    of every file below it, links followed)."""
 
-    def walk(folder: Path, seen: frozenset) -> str | None:
+    def walk(folder: Path, seen: frozenset, prefix: str) -> None:
         real = os.path.realpath(folder)
         if real in seen:
             raise AfbenchError("a link in the task folder leads back into itself", file=str(folder))
-        descriptors = []
         with os.scandir(folder) as entries:
             for entry in entries:
                 path = Path(entry.path)
                 if entry.is_dir():
-                    inner = walk(path, seen | {real})
-                    if inner is not None:
-                        descriptors.append(f"dirhash:{inner}\0name:{entry.name}")
+                    walk(path, seen | {real}, f"{prefix}{entry.name}/")
                 elif entry.is_file():
                     digest = hashlib.sha256()
                     with open(path, "rb") as handle:
                         for chunk in iter(lambda: handle.read(1 << 20), b""):
                             digest.update(chunk)
-                    descriptors.append(f"data:{digest.hexdigest()}\0name:{entry.name}")
-        if not descriptors:
-            return None
-        return hashlib.sha256("\0\0".join(sorted(descriptors)).encode()).hexdigest()
+                    files[prefix + entry.name] = digest.hexdigest()
 
+    files: dict[str, str] = {}
     try:
-        checksum = walk(Path(task_dir), frozenset())
+        walk(Path(task_dir), frozenset(), "")
     except OSError as error:
         raise AfbenchError(
             f"cannot read the task folder: {error.strerror}", file=str(task_dir)
         ) from None
+    checksum = checksum_of_files(files)
     if checksum is None:
         raise AfbenchError("the task folder holds no file", file=str(task_dir))
     return checksum
+
+
+def checksum_of_files(files: dict[str, str]) -> str | None:
+    """dirhash's SHA-256 of a folder from its files ({"path/in/it": SHA-256 of the file}), so
+    that a record listing every file's digest can have its checksum derived again. Each
+    folder's hash is the SHA-256 of its entries' descriptors, sorted and joined by two NULs; an
+    entry's descriptor is its sorted properties joined by one NUL: `name:<name>` and
+    `data:<SHA-256 of the file>` or `dirhash:<the folder's hash>`. A folder with no file below
+    it is left out; None when there is no file at all."""
+    tree: dict = {}
+    for path, digest in files.items():
+        *folders, name = path.split("/")
+        node = tree
+        for folder in folders:
+            node = node.setdefault(folder, {})
+        node[name] = digest
+
+    def folder_hash(node: dict) -> str | None:
+        descriptors = []
+        for name, entry in node.items():
+            if isinstance(entry, dict):
+                inner = folder_hash(entry)
+                if inner is not None:
+                    descriptors.append(f"dirhash:{inner}\0name:{name}")
+            else:
+                descriptors.append(f"data:{entry}\0name:{name}")
+        if not descriptors:
+            return None
+        return hashlib.sha256("\0\0".join(sorted(descriptors)).encode()).hexdigest()
+
+    return folder_hash(tree)
 
 
 # --- Harbor's error policy ------------------------------------------------------------------------

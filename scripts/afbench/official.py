@@ -529,3 +529,47 @@ def _median(values: list[float]) -> float:
     if len(ordered) % 2:
         return ordered[middle]
     return (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def import_of_catalog(imported: dict, catalog: dict) -> list[Problem]:
+    """IMPORT_OF_CATALOG (afbench.kinds.relations): a model import holds the catalog's tasks,
+    each once (task_set_sha256 made again), each record's source and obligations its row's."""
+    problems = []
+    ids = [r["task_id"] for r in imported["records"]]
+    wanted = sorted(t["task_id"] for t in catalog["tasks"])
+    if sorted(ids) != wanted:
+        extra = sorted(set(ids) ^ set(wanted)) or sorted(
+            t for t, n in Counter(ids).items() if n > 1
+        )
+        problems.append(
+            Problem(
+                "the import's tasks are not the catalog's",
+                field="records",
+                expected=f"the catalog's {len(wanted)} tasks, each once",
+                found=f"{len(ids)} records ({extra[0] if extra else 'order'} ...)",
+            )
+        )
+    digest = canonical_digest(sorted(ids))
+    if imported["task_set_sha256"] != digest:
+        problems.append(
+            Problem(
+                "task_set_sha256 is not that of the records' tasks",
+                field="task_set_sha256",
+                expected=digest,
+                found=imported["task_set_sha256"],
+            )
+        )
+    rows = {t["task_id"]: t for t in catalog["tasks"]}
+    for index, record in enumerate(imported["records"]):
+        row = rows.get(record["task_id"])
+        for field in ("source_id", "n_obligations"):
+            if row is not None and record[field] != row[field]:
+                problems.append(
+                    Problem(
+                        "the record is not the catalog's task",
+                        field=f"records[{index}].{field}",
+                        expected=row[field],
+                        found=record[field],
+                    )
+                )
+    return problems

@@ -214,3 +214,46 @@ def build_plan(
         traps=TRAPS,
         tasks=tasks,
     )
+
+
+def plan_of_selection(plan: dict, selection: dict) -> list:
+    """PLAN_OF_SELECTION (afbench.kinds.relations): the plan is of this selection (its release,
+    name, hash and size) and plans its tasks, in its order."""
+    from .errors import Problem
+
+    problems = []
+    if plan["release"] != selection["release"]:
+        problems.append(
+            Problem(
+                "the plan is of another release than its selection",
+                field="release",
+                expected=selection["release"]["revision"],
+                found=plan["release"]["revision"],
+            )
+        )
+    named = {
+        "name": selection["name"],
+        "selection_sha256": selection["selection_sha256"],
+        "tasks": selection["counts"]["tasks"],
+    }
+    for field, value in named.items():
+        if plan["selection"][field] != value:
+            problems.append(
+                Problem(
+                    "the plan names another selection",
+                    field=f"selection.{field}",
+                    expected=value,
+                    found=plan["selection"][field],
+                )
+            )
+    planned = [t["task_id"] for t in plan["tasks"]]
+    if planned != selection["task_ids"]:
+        problems.append(
+            Problem(
+                "the plan's tasks are not its selection's, in order",
+                field="tasks",
+                expected=f"{len(selection['task_ids'])} tasks",
+                found=f"{len(planned)} tasks",
+            )
+        )
+    return problems

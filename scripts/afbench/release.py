@@ -125,3 +125,56 @@ def stale_imports(imports: list[tuple[str, dict]], pins: dict[str, str]) -> list
         for path, imp in imports
         if imp["inputs"].get(imp["file"]) != pins.get(imp["file"])
     ]
+
+
+# --- relations (afbench.kinds.relations): an artifact against the receipt it was made from --
+def inputs_of_receipt(artifact: dict, receipt: dict) -> list[Problem]:
+    """CATALOG_OF_RECEIPT, IMPORT_OF_RECEIPT: the artifact's release block is the receipt's,
+    and each release file it names in `inputs` has the SHA-256 the receipt verified."""
+    problems = []
+    if artifact["release"] != receipt["release"]:
+        problems.append(
+            Problem(
+                "the release block is not the receipt's",
+                field="release",
+                expected=receipt["release"]["revision"],
+                found=artifact["release"]["revision"],
+            )
+        )
+    verified = {e["path"]: e["actual_sha256"] for e in receipt["files"] if e["verified"]}
+    for path, digest in artifact["inputs"].items():
+        if verified.get(path) != digest:
+            problems.append(
+                Problem(
+                    "the input is not a file the receipt verified with this SHA-256",
+                    field=f"inputs.{path}",
+                    expected=verified.get(path, "a file of the receipt"),
+                    found=digest,
+                )
+            )
+    return problems
+
+
+def verified_of_receipt(verified: dict, receipt: dict) -> list[Problem]:
+    """VERIFIED_OF_RECEIPT: a verification record's release block and entry are the receipt's."""
+    problems = []
+    if verified["release"] != receipt["release"]:
+        problems.append(
+            Problem(
+                "the release block is not the receipt's",
+                field="release",
+                expected=receipt["release"]["revision"],
+                found=verified["release"]["revision"],
+            )
+        )
+    entry = next((e for e in receipt["files"] if e["key"] == verified["file"]["key"]), None)
+    if entry != verified["file"]:
+        problems.append(
+            Problem(
+                "the file's entry is not the receipt's",
+                field="file",
+                expected=entry["actual_sha256"] if entry else "a file of the receipt",
+                found=verified["file"]["actual_sha256"],
+            )
+        )
+    return problems

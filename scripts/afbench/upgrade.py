@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 
 from .catalog import MANIFEST_FIELDS, PARTS, select_tasks
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest
 from .kinds import SELECTION, UPGRADE_DIFF, UPGRADE_PLAN
 from .kinds.upgrade import CHANGE_CLASSES as CLASSES
@@ -303,8 +303,8 @@ def rerun_cost(
     return lines[0].removeprefix("afbench execute: ")
 
 
-def upgrade_plan(diff: dict, release: dict, attempts: int, cap_usd: float | None = None) -> dict:
-    """Per task: reuse, regrade, rerun or drop, with why; and what the reruns cost."""
+def upgrade_plan_tasks(diff: dict) -> list[dict]:
+    """Per task of the diff: its class, its action and why."""
     tasks = []
     for task in diff["tasks"]:
         action = ACTION[task["class"]]
@@ -318,9 +318,17 @@ def upgrade_plan(diff: dict, release: dict, attempts: int, cap_usd: float | None
                 "reason": _reason(task),
             }
         )
-    counts = {
-        a: sum(t["action"] == a for t in tasks) for a in ("reuse", "regrade", "rerun", "drop")
-    }
+    return tasks
+
+
+def _action_counts(tasks: list[dict]) -> dict[str, int]:
+    return {a: sum(t["action"] == a for t in tasks) for a in ("reuse", "regrade", "rerun", "drop")}
+
+
+def upgrade_plan(diff: dict, release: dict, attempts: int, cap_usd: float | None = None) -> dict:
+    """Per task: reuse, regrade, rerun or drop, with why; and what the reruns cost."""
+    tasks = upgrade_plan_tasks(diff)
+    counts = _action_counts(tasks)
     rerun = [t["task_id"] for t in tasks if t["action"] == "rerun"]
     return UPGRADE_PLAN.record(
         note=PLAN_NOTE,
@@ -368,3 +376,202 @@ def tasks_by_action(plan: dict, task_ids: list[str], revision: str, previous: st
         kind: [task_id for task_id in task_ids if action[task_id] == kind]
         for kind in ("rerun", "regrade", "reuse")
     }
+
+
+# --- relations (afbench.kinds.relations): the upgrade's artifacts against their sources ------
+COMMIT = re.compile(r"[0-9a-f]{40}")
+
+
+def previous_release_holds(previous: dict, current: dict) -> list[Problem]:
+    """PREVIOUS_DIGESTS: the previous digests are of the same repository, at another
+    revision that is a pinned commit (40 hexadecimal digits)."""
+    problems = []
+    old, new = previous["release"], current["release"]
+    if old["repository"] != new["repository"]:
+        problems.append(
+            Problem(
+                "the previous release is of another repository",
+                field="release.repository",
+                expected=new["repository"],
+                found=old["repository"],
+            )
+        )
+    if not COMMIT.fullmatch(old["revision"]):
+        problems.append(
+            Problem(
+                "the previous release's revision is not a pinned commit",
+                field="release.revision",
+                expected="40 lowercase hexadecimal digits",
+                found=old["revision"],
+            )
+        )
+    elif old["revision"] == new["revision"]:
+        problems.append(
+            Problem(
+                "the previous release is this release: nothing to compare",
+                field="release.revision",
+                expected=f"a revision other than {new['revision']}",
+                found=old["revision"],
+            )
+        )
+    return problems
+
+
+def _diff_digest(diff: dict) -> str:
+    return canonical_digest(
+        {
+            "previous": diff["previous"]["revision"],
+            "current": diff["current"]["revision"],
+            "tasks": diff["tasks"],
+        }
+    )
+
+
+def diff_of_digests(diff: dict, digests: dict) -> list[Problem]:
+    """DIFF_OF_DIGESTS: the diff is of the current digests' revision and task set (every task
+    of it once, none other but the removed), and its diff_sha256 and counts are its tasks'."""
+    problems = []
+    if diff["current"]["revision"] != digests["release"]["revision"]:
+        problems.append(
+            Problem(
+                "the diff is of another current revision than the digests",
+                field="current.revision",
+                expected=digests["release"]["revision"],
+                found=diff["current"]["revision"],
+            )
+        )
+    present = [t["task_id"] for t in diff["tasks"] if t["class"] != "removed"]
+    if sorted(present) != sorted(digests["tasks"]):
+        extra = sorted(set(present) ^ set(digests["tasks"])) or sorted(present)
+        problems.append(
+            Problem(
+                "the diff's tasks are not the digests' tasks",
+                field="tasks",
+                expected=f"{len(digests['tasks'])} tasks, each once",
+                found=f"{len(present)} ({extra[0]} ...)",
+            )
+        )
+    digest = _diff_digest(diff)
+    if diff["diff_sha256"] != digest:
+        problems.append(
+            Problem(
+                "diff_sha256 is not that of the diff's tasks",
+                field="diff_sha256",
+                expected=digest,
+                found=diff["diff_sha256"],
+            )
+        )
+    counts = {kind: sum(t["class"] == kind for t in diff["tasks"]) for kind in CLASSES}
+    if diff["counts"] != counts:
+        problems.append(
+            Problem(
+                "the counts are not the tasks'",
+                field="counts",
+                expected=counts,
+                found=diff["counts"],
+            )
+        )
+    return problems
+
+
+def comparable_of_diff(comparable: dict, diff: dict) -> list[Problem]:
+    """COMPARABLE_OF_DIFF: the comparable subset is the diff's (its diff_sha256, name, hash and
+    size) and holds exactly the tasks the diff calls unchanged."""
+    problems = []
+    made = comparable.get("comparable")
+    if made is None:
+        return [
+            Problem(
+                "the selection is not a comparable subset",
+                field="comparable",
+                expected="the diff's comparable subset",
+                found="a plain selection",
+            )
+        ]
+    if made["diff_sha256"] != diff["diff_sha256"]:
+        problems.append(
+            Problem(
+                "the comparable subset is of another diff",
+                field="comparable.diff_sha256",
+                expected=diff["diff_sha256"],
+                found=made["diff_sha256"],
+            )
+        )
+    named = diff["comparable"]
+    for field, value in (
+        ("name", comparable["name"]),
+        ("selection_sha256", comparable["selection_sha256"]),
+        ("tasks", comparable["counts"]["tasks"]),
+    ):
+        if named[field] != value:
+            problems.append(
+                Problem(
+                    f"the diff names another comparable subset ({field})",
+                    field=field,
+                    expected=named[field],
+                    found=value,
+                )
+            )
+    unchanged = sorted(t["task_id"] for t in diff["tasks"] if t["class"] == "unchanged")
+    if sorted(comparable["task_ids"]) != unchanged:
+        extra = sorted(set(comparable["task_ids"]) ^ set(unchanged))
+        problems.append(
+            Problem(
+                "the comparable subset's tasks are not the diff's unchanged tasks",
+                field="task_ids",
+                expected=f"{len(unchanged)} unchanged tasks",
+                found=f"{len(comparable['task_ids'])} ({extra[0] if extra else 'order'})",
+            )
+        )
+    return problems
+
+
+def plan_of_diff(plan: dict, diff: dict) -> list[Problem]:
+    """UPGRADE_PLAN_OF_DIFF: the plan is of this diff, and each task's class and action, and
+    the counts, are made again from the diff."""
+    problems = []
+    if plan["diff_sha256"] != diff["diff_sha256"]:
+        problems.append(
+            Problem(
+                "the upgrade plan is of another diff",
+                field="diff_sha256",
+                expected=diff["diff_sha256"],
+                found=plan["diff_sha256"],
+            )
+        )
+    again = upgrade_plan_tasks(diff)
+    planned = [{k: t[k] for k in ("task_id", "class", "action")} for t in plan["tasks"]]
+    made = [{k: t[k] for k in ("task_id", "class", "action")} for t in again]
+    if planned != made:
+        wrong = next((p for p, m in zip(planned, made, strict=False) if p != m), None) or {
+            "task_id": "(the task list)"
+        }
+        problems.append(
+            Problem(
+                "the plan's tasks are not what the diff asks",
+                field="tasks",
+                expected="each task of the diff, its class and Harbor's action",
+                found=wrong["task_id"],
+            )
+        )
+    counts = _action_counts(again)
+    if plan["counts"] != counts:
+        problems.append(
+            Problem(
+                "the counts are not the diff's",
+                field="counts",
+                expected=counts,
+                found=plan["counts"],
+            )
+        )
+    rerun = counts["rerun"] * plan["cost"]["attempts"]
+    if plan["cost"]["rerun_trials"] != rerun:
+        problems.append(
+            Problem(
+                "the rerun trials are not the reruns times the attempts",
+                field="cost.rerun_trials",
+                expected=rerun,
+                found=plan["cost"]["rerun_trials"],
+            )
+        )
+    return problems

@@ -466,14 +466,23 @@ def diff_releases_job(args):
 
 
 def _diff(previous, current, catalog) -> tuple[dict, dict]:
+    """Both digests, each whole and true to its own files, the current one the catalog's and
+    the previous one of the same repository (kinds.relations), then the diff."""
+    from ..errors import AfbenchError
     from ..kinds import CATALOG, TASK_DIGESTS
+    from ..kinds import relations as r
     from ..upgrade import diff_releases
 
-    return diff_releases(
-        TASK_DIGESTS.read(previous),
-        TASK_DIGESTS.read(current),
-        CATALOG.read(catalog),
-    )
+    old, new, tasks = TASK_DIGESTS.read(previous), TASK_DIGESTS.read(current), CATALOG.read(catalog)
+    problems = [
+        *r.DIGESTS_OF_ITSELF.problems(old, str(previous), None, None),
+        *r.DIGESTS_OF_ITSELF.problems(new, str(current), None, None),
+        *r.DIGESTS_OF_CATALOG.problems(new, str(current), tasks, str(catalog)),
+        *r.PREVIOUS_DIGESTS.problems(old, str(previous), new, str(current)),
+    ]
+    if problems:
+        raise AfbenchError(problems=problems)
+    return diff_releases(old, new, tasks)
 
 
 def _flag_lines(diff: dict) -> list[str]:

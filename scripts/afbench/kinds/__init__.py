@@ -94,7 +94,8 @@ class Field(_Declaration):
     the key may be absent (only where a reader must accept records written without it).
     `values`: a closed set, in its documented order (a frame's categories). `category`: an open
     set of repeating values (a frame's category column). `time`: ISO-8601 date or datetime
-    text (a frame's UTC time column). `unit`: what a number counts (USD, seconds, tasks)."""
+    text (a frame's UTC time column). `unit`: what a number counts (USD, seconds, tasks).
+    `pattern`: a regular expression the whole text must match (a SHA-256 digest: `SHA256`)."""
 
     __slots__ = (
         "category",
@@ -103,6 +104,7 @@ class Field(_Declaration):
         "name",
         "null",
         "optional",
+        "pattern",
         "time",
         "type",
         "unit",
@@ -122,7 +124,10 @@ class Field(_Declaration):
         minimum: float | None = None,
         category: bool = False,
         time: bool = False,
+        pattern: str | None = None,
     ) -> None:
+        if pattern is not None and (type is not str or pattern not in _FORMS):
+            raise TypeError(f"field {name!r}: a pattern is a declared form of text (_FORMS)")
         self._set(
             name=name,
             type=type,
@@ -134,6 +139,7 @@ class Field(_Declaration):
             minimum=minimum,
             category=category,
             time=time,
+            pattern=pattern,
         )
 
     @property
@@ -153,6 +159,8 @@ class Field(_Declaration):
 
 
 UTC_TIME = "datetime64[us, UTC]"
+# a SHA-256 digest as afbench writes every one: 64 lowercase hexadecimal digits
+SHA256 = "[0-9a-f]{64}"
 _DTYPES = {str: "string", int: "Int64", float: "Float64", bool: "boolean"}
 
 
@@ -394,6 +402,8 @@ def placeholder(field: Field | ListOf | MapOf) -> object:
         return {}
     if of in (int, float):
         return of(field.minimum or 0)
+    if isinstance(field, Field) and field.pattern is not None:
+        return _LEAST_OF_FORM[field.pattern]
     return of()
 
 
@@ -404,10 +414,15 @@ def placeholder(field: Field | ListOf | MapOf) -> object:
 class _Spec:
     """A value's declared type with its modifiers: what _check needs of a Field or an item."""
 
-    __slots__ = ("minimum", "null", "of", "types", "values")
+    __slots__ = ("minimum", "null", "of", "pattern", "types", "values")
 
-    def __init__(self, of, null=False, values=(), minimum=None) -> None:
+    def __init__(self, of, null=False, values=(), minimum=None, pattern=None) -> None:
         self.of, self.null, self.values, self.minimum = of, null, frozenset(values), minimum
+        if pattern is not None:
+            import re
+
+            pattern = re.compile(pattern)
+        self.pattern = pattern
         if of is ANY:
             self.types = None
         elif isinstance(of, Shape | MapOf):
@@ -439,7 +454,8 @@ def _spec_of(holder: Field | ListOf | MapOf | Kind) -> _Spec:
         of = holder.type if isinstance(holder, Field) else holder.of
         if isinstance(of, Kind):
             of = of.full
-        spec = _Spec(of, holder.null, holder.values, holder.minimum)
+        pattern = holder.pattern if isinstance(holder, Field) else None
+        spec = _Spec(of, holder.null, holder.values, holder.minimum, pattern)
     _SPECS[id(holder)] = (holder, spec)
     return spec
 
@@ -472,6 +488,8 @@ def _fine(values: list, spec: _Spec) -> bool:
     if spec.values and not set(present) <= spec.values:
         return False
     if spec.minimum is not None and min(present) < spec.minimum:
+        return False
+    if spec.pattern is not None and not all(map(spec.pattern.fullmatch, present)):
         return False
     of = spec.of
     if isinstance(of, Shape):
@@ -510,6 +528,8 @@ def _present(records: list[dict], name: str) -> list:
     return [r[name] for r in records if name in r]
 
 
+_FORMS = {SHA256: "a SHA-256 digest (64 lowercase hexadecimal digits)"}
+_LEAST_OF_FORM = {SHA256: "0" * 64}
 _JSON_TYPE = {
     str: "string",
     int: "integer",
@@ -564,6 +584,14 @@ def _one(value: object, spec: _Spec, file: str, field: str) -> None:
             file=file,
             field=field or None,
             expected=f">= {spec.minimum:g}",
+            found=value,
+        )
+    if spec.pattern is not None and not spec.pattern.fullmatch(value):  # type: ignore[arg-type]
+        raise AfbenchError(
+            "artifact field is not of its declared form",
+            file=file,
+            field=field or None,
+            expected=_FORMS.get(spec.pattern.pattern, f"text matching {spec.pattern.pattern}"),
             found=value,
         )
     of = spec.of
@@ -675,6 +703,7 @@ __all__ = [
     "SELECTION",
     "SEQUENTIAL_DECISION",
     "SEQUENTIAL_RUN",
+    "SHA256",
     "SUMMARY",
     "TABLES",
     "TASK_CHECKSUMS",

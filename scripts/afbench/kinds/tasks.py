@@ -3,7 +3,7 @@ tasks' checksums."""
 
 from __future__ import annotations
 
-from . import Field, Kind, ListOf, MapOf, Shape
+from . import SHA256, Field, Kind, ListOf, MapOf, Shape
 from .release import IMAGE, RELEASE
 
 MANIFEST_ROW = Shape(
@@ -57,7 +57,10 @@ CATALOG = Kind(
     Field(
         "task_digests",
         MapOf(
-            Shape("catalog digests", *(Field(name, str) for name in CATALOG_DIGEST_NAMES)),
+            Shape(
+                "catalog digests",
+                *(Field(name, str, pattern=SHA256) for name in CATALOG_DIGEST_NAMES),
+            ),
             keys="task id",
         ),
         doc="per task, SHA-256 of the canonical JSON of its row, source reference, obligations",
@@ -75,19 +78,35 @@ RELEASE_REF = Shape(
 PART_NAMES = ("statement", "verifier", "environment", "solution", "metadata")
 EXPORTED_TASK = Shape(
     "exported task digests",
-    Field("checksum", str, doc="Harbor 0.22.0's task_checksum of the exported folder"),
-    Field("parts", Shape("part digests", *(Field(part, str) for part in PART_NAMES))),
+    Field(
+        "checksum",
+        str,
+        pattern=SHA256,
+        doc="Harbor 0.22.0's task_checksum of the exported folder (of its files and task.toml)",
+    ),
+    Field(
+        "parts",
+        Shape("part digests", *(Field(part, str, pattern=SHA256) for part in PART_NAMES)),
+        doc="per part, the SHA-256 of its files' lines (path, digest, executable bit), sorted",
+    ),
     Field(
         "files",
         MapOf(
             Shape(
                 "exported file",
                 Field("part", str, values=PART_NAMES),
-                Field("sha256", str),
+                Field("sha256", str, pattern=SHA256),
                 Field("executable", bool),
             ),
             keys="path in the task folder, or task.toml#<table>",
         ),
+    ),
+    Field(
+        "task_toml_sha256",
+        str,
+        null=True,
+        pattern=SHA256,
+        doc="SHA-256 of task.toml's bytes (its tables are in `files`); null: none",
     ),
     Field(
         "declared",
@@ -103,7 +122,7 @@ EXPORTED_TASK = Shape(
 TASK_CONTENT = Shape(
     "task content digests",
     Field("row", MANIFEST_ROW),
-    *(Field(name, str) for name in CATALOG_DIGEST_NAMES),
+    *(Field(name, str, pattern=SHA256) for name in CATALOG_DIGEST_NAMES),
     Field("export", EXPORTED_TASK, null=True, doc="null: not exported (no checkout)"),
 )
 TASK_DIGESTS = Kind(
@@ -121,6 +140,8 @@ TASK_DIGESTS = Kind(
         ),
     ),
     Field("tasks", MapOf(TASK_CONTENT, keys="task id")),
+    # 2: each exported task's task.toml digest (its checksum is derived again from its files)
+    version=2,
     doc="each task's content digests, the upgrade diff's input (`afbench job digest-tasks`)",
 )
 

@@ -1,0 +1,192 @@
+"""What binds an artifact to what it was made from, declared once per pair of kinds.
+
+An artifact is derived from others: digests from the catalog, a selection from the catalog, a
+plan from its selection, a model import from a pinned file. Each such relation is declared
+here: the two kinds, what binds them (a hash, a task set, a field), the function that checks it
+(named `module:function`, imported when first checked, so a kind's module stays free of stage
+code), and how it is checked: **re-derived** (the binding part of the artifact made again from
+its source and compared) or **cross-checked** (fields of the two compared). Every reader that
+takes both files checks the relation through its declaration (`RELATION.hold(...)`), and
+`afbench audit` checks every relation across a results directory.
+
+A check function takes the artifact and its source (None for a relation of an artifact's own
+fields) and returns the problems it finds, each naming the artifact's field; `hold` names both
+files in each.
+"""
+
+from __future__ import annotations
+
+from ..errors import AfbenchError, Problem
+from . import _Declaration
+
+METHODS = ("re-derived", "cross-checked")
+
+
+class Relation(_Declaration):
+    """`artifact` (a kind's name) is derived from `source` (a kind's name; None: its own
+    fields), bound by `binds`, checked by `check` ("afbench.module:function")."""
+
+    __slots__ = ("artifact", "binds", "check", "method", "name", "source")
+
+    def __init__(
+        self, name: str, artifact: str, source: str | None, binds: str, check: str, method: str
+    ) -> None:
+        if method not in METHODS:
+            raise TypeError(f"relation {name!r}: method is one of {METHODS}")
+        self._set(
+            name=name, artifact=artifact, source=source, binds=binds, check=check, method=method
+        )
+
+    def problems(
+        self, artifact: dict, artifact_file: str, source: dict | None, source_file: str | None
+    ) -> list[Problem]:
+        """Every disagreement, each naming both files and the artifact's field."""
+        from importlib import import_module
+
+        module, _, function = self.check.partition(":")
+        found = getattr(import_module(module), function)(artifact, source)
+        against = f" (against {source_file})" if source_file is not None else ""
+        for problem in found:
+            problem.file = artifact_file
+            problem.message = f"{problem.message}{against}"
+        return found
+
+    def hold(
+        self,
+        artifact: dict,
+        artifact_file: str,
+        source: dict | None = None,
+        source_file: str | None = None,
+    ) -> None:
+        """Refuse, naming both files and every field that disagrees, unless the relation holds."""
+        found = self.problems(artifact, str(artifact_file), source, source_file)
+        if found:
+            raise AfbenchError(problems=found)
+
+
+def _relation(name: str, artifact: str, source: str | None, binds: str, check: str, method: str):
+    return Relation(name, artifact, source, binds, f"afbench.{check}", method)
+
+
+CATALOG_OF_ITSELF = _relation(
+    "catalog-itself",
+    "afbench task catalog",
+    None,
+    "its counts, each source's n_tasks, and each task's catalog digests from its row",
+    "catalog:catalog_holds",
+    "re-derived",
+)
+CATALOG_OF_RECEIPT = _relation(
+    "catalog-receipt",
+    "afbench task catalog",
+    "afbench release receipt",
+    "the release block, and each input's SHA-256 as the receipt verified it",
+    "release:inputs_of_receipt",
+    "cross-checked",
+)
+DIGESTS_OF_ITSELF = _relation(
+    "digests-itself",
+    "afbench task digests",
+    None,
+    "each key is its row's task id; catalog digests from the row, part digests from the "
+    "files, Harbor's checksum from the files and task.toml",
+    "catalog:digests_hold",
+    "re-derived",
+)
+DIGESTS_OF_CATALOG = _relation(
+    "digests-catalog",
+    "afbench task digests",
+    "afbench task catalog",
+    "the revision and inputs, the task set, each task's MANIFEST row and catalog digests",
+    "catalog:digests_agree_with_catalog",
+    "cross-checked",
+)
+PREVIOUS_DIGESTS = _relation(
+    "digests-previous",
+    "afbench task digests",
+    "afbench task digests",
+    "the previous release is of the same repository, at another well-formed revision",
+    "upgrade:previous_release_holds",
+    "cross-checked",
+)
+SELECTION_OF_CATALOG = _relation(
+    "selection-catalog",
+    "afbench task selection",
+    "afbench task catalog",
+    "selection_sha256 of the catalog's revision, inputs and the task ids; each task's row; "
+    "a selection by criteria made again from them",
+    "catalog:selection_of_catalog",
+    "re-derived",
+)
+PLAN_OF_SELECTION = _relation(
+    "plan-selection",
+    "afbench harbor run plan",
+    "afbench task selection",
+    "the release, the selection's name, hash and size, and its tasks in order",
+    "plan:plan_of_selection",
+    "cross-checked",
+)
+VERIFIED_OF_RECEIPT = _relation(
+    "verified-receipt",
+    "afbench verified file",
+    "afbench release receipt",
+    "the release block and the file's entry",
+    "release:verified_of_receipt",
+    "cross-checked",
+)
+IMPORT_OF_RECEIPT = _relation(
+    "import-receipt",
+    "afbench official results import",
+    "afbench release receipt",
+    "the release block, and each input's SHA-256 as the receipt verified it",
+    "release:inputs_of_receipt",
+    "cross-checked",
+)
+IMPORT_OF_CATALOG = _relation(
+    "import-catalog",
+    "afbench official results import",
+    "afbench task catalog",
+    "the task set (task_set_sha256), each record's source and obligations",
+    "official:import_of_catalog",
+    "cross-checked",
+)
+SUMMARY_OF_IMPORT = _relation(
+    "summary-import",
+    "afbench official results summary",
+    "afbench official results import",
+    "the model's leaderboard row (passes, tasks, rate, errors) and its input",
+    "compare:summary_of_import",
+    "cross-checked",
+)
+DIFF_OF_DIGESTS = _relation(
+    "diff-digests",
+    "afbench release diff",
+    "afbench task digests",
+    "the current revision and task set; diff_sha256 and the counts from its tasks",
+    "upgrade:diff_of_digests",
+    "re-derived",
+)
+COMPARABLE_OF_DIFF = _relation(
+    "comparable-diff",
+    "afbench task selection",
+    "afbench release diff",
+    "diff_sha256, the selection's hash and size, and its tasks: the diff's unchanged ones",
+    "upgrade:comparable_of_diff",
+    "cross-checked",
+)
+UPGRADE_PLAN_OF_DIFF = _relation(
+    "upgrade-plan-diff",
+    "afbench upgrade plan",
+    "afbench release diff",
+    "diff_sha256, each task's class and action (Harbor's vocabulary), the counts",
+    "upgrade:plan_of_diff",
+    "re-derived",
+)
+COMPARISONS_OF_COMPARABLE = _relation(
+    "comparisons-comparable",
+    "afbench cross-revision comparisons",
+    "afbench task selection",
+    "the comparable subset's name, hash, diff and size",
+    "crossrev:comparisons_of_comparable",
+    "cross-checked",
+)
