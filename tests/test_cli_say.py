@@ -44,14 +44,19 @@ def said(*argv: object) -> list[str]:
 def two_digests(tree: prop.WriteTree, out: Path) -> tuple[Path, Path]:
     """The tree's task digests (catalog rows only) and those of an earlier revision that had
     one more task."""
-    from afbench.catalog import content_digests
+    from afbench.catalog import MANIFEST_FIELDS, catalog_digests, content_digests
     from afbench.fsutil import json_bytes
 
     catalog = json.loads(Path(tree.catalog).read_text())
     current = content_digests(catalog, None, "tasks")
     earlier = json.loads(json.dumps(current))
     earlier["release"]["revision"] = "e" * 40
-    earlier["tasks"]["demo_withdrawn"] = earlier["tasks"][catalog["tasks"][0]["task_id"]]
+    withdrawn = dict(catalog["tasks"][0], task_id="demo_withdrawn")
+    earlier["tasks"]["demo_withdrawn"] = {
+        "row": {field: withdrawn[field] for field in MANIFEST_FIELDS},
+        **catalog_digests(withdrawn),
+        "export": None,
+    }
     folder = out.parent / f"{out.name}-digests"
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "old.json").write_bytes(json_bytes(earlier))
@@ -205,6 +210,11 @@ def seed_commands(tree: prop.WriteTree, out: Path, checkout: Path) -> dict[str, 
             ["decide", "--plan", sealed_plan(tree, out), "--output", out / "decision.json"],
             [rf"sequential decision: continue after 0 tasks -> {out}/decision\.json"],
         ),
+        "audit": (
+            # its checks on standard output; the record it writes names the outcome
+            ["audit", tree.root, "--output", out / "audit.json"],
+            [rf"audit: all \d+ checks held -> {out}/audit\.json"],
+        ),
         "ledger": (
             # it lists the live ledger on standard output, and writes nothing
             ["ledger", "--ledger", out.parent / "no-ledger-yet.jsonl"],
@@ -313,6 +323,7 @@ SEED_CASES = [
     "decide",
     "ledger",
     "discover",
+    "audit",
     "diff",
     "compare-revisions",
     "demo generate",

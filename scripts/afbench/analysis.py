@@ -637,3 +637,81 @@ def analyse(
         budget_audit=summary["budget_audit"],
         local_runs=local_run_rows(runs),
     )
+
+
+# --- relations (afbench.kinds.relations): the report's analysis against what it read --------
+def analysis_of_summary(analysis: dict, summary: dict) -> list[Problem]:
+    """ANALYSIS_OF_SUMMARY: the analysis shows the summary's models with its counts."""
+    if (analysis["source_condition"], analysis["budget_usd"]) != (
+        summary["source_condition"],
+        summary["budget_usd"],
+    ):
+        return []  # the analysis of another condition's imports
+    rows = {r["model"]: r for r in summary["leaderboard"]}
+    shown = {r["model"]: r for r in analysis["leaderboard"]}
+    problems = []
+    if sorted(rows) != sorted(shown):
+        problems.append(
+            Problem(
+                "the analysis shows other models than the summary",
+                field="leaderboard",
+                expected=", ".join(sorted(rows)),
+                found=", ".join(sorted(shown)),
+            )
+        )
+    for model in sorted(set(rows) & set(shown)):
+        for field in ("passes", "tasks", "success_rate", "infrastructure_errors"):
+            if shown[model][field] != rows[model][field]:
+                problems.append(
+                    Problem(
+                        "the analysis' row is not the summary's",
+                        field=f"leaderboard.{model}.{field}",
+                        expected=rows[model][field],
+                        found=shown[model][field],
+                    )
+                )
+    return problems
+
+
+def analysis_of_receipt(analysis: dict, receipt: dict) -> list[Problem]:
+    """ANALYSIS_OF_RECEIPT: the provenance the report shows is the receipt's files."""
+    if analysis["provenance"]["files"] == receipt["files"]:
+        return []
+    return [
+        Problem(
+            "the provenance shown is not the receipt's files",
+            field="provenance.files",
+            expected=f"{len(receipt['files'])} files as verified",
+            found=f"{len(analysis['provenance']['files'])} files",
+        )
+    ]
+
+
+def analysis_of_run(analysis: dict, run: dict) -> list[Problem]:
+    """ANALYSIS_OF_RUN: each configuration of the run the report shows has the run's counts."""
+    problems = []
+    configurations = {c["configuration"]: c for c in run["configurations"]}
+    for index, shown in enumerate(analysis["local_runs"]):
+        if shown["run"] != run["run"]:
+            continue
+        config = configurations.get(shown["configuration"])
+        if config is None:
+            problems.append(
+                Problem(
+                    "the analysis shows a configuration the run does not have",
+                    field=f"local_runs[{index}].configuration",
+                    found=shown["configuration"],
+                )
+            )
+            continue
+        for field in ("counts", "success_rate", "conformant"):
+            if shown[field] != config[field]:
+                problems.append(
+                    Problem(
+                        "the analysis' configuration is not the run's",
+                        field=f"local_runs[{index}].{field}",
+                        expected=config[field],
+                        found=shown[field],
+                    )
+                )
+    return problems

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import __version__
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import sha256_file
 from .kinds import ARTIFACT_MANIFEST
 
@@ -57,3 +57,37 @@ def tool_versions() -> dict[str, str]:
         "snakemake": version("snakemake"),
         "afbench": __version__,
     }
+
+
+def manifest_of_files(manifest: dict, on_disk: dict) -> list[Problem]:
+    """MANIFEST_OF_FILES (afbench.kinds.relations): every artifact the manifest lists is a
+    regular file inside the directory, once, with the SHA-256 and size listed."""
+    from collections import Counter
+
+    problems = []
+    twice = sorted(p for p, n in Counter(e["path"] for e in manifest["artifacts"]).items() if n > 1)
+    if twice:
+        problems.append(Problem("an artifact is listed twice", field="artifacts", found=twice[0]))
+    for index, entry in enumerate(manifest["artifacts"]):
+        found = on_disk.get(entry["path"])
+        at = f"artifacts[{index}]"
+        if found is None:
+            problems.append(
+                Problem(
+                    "the listed artifact is not a regular file inside the directory",
+                    field=f"{at}.path",
+                    found=entry["path"],
+                )
+            )
+            continue
+        for field in ("sha256", "size"):
+            if found[field] != entry[field]:
+                problems.append(
+                    Problem(
+                        f"{entry['path']} is not the file listed",
+                        field=f"{at}.{field}",
+                        expected=entry[field],
+                        found=found[field],
+                    )
+                )
+    return problems

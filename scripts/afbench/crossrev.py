@@ -16,7 +16,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from .analysis import ALPHA, EXACT_TEST, by_source, paired_counts, source_sums
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest
 from .kinds import CROSS_REVISION
 from .kinds.upgrade import DIFF_CLASSES, NOT_ON_BOTH
@@ -628,11 +628,9 @@ def analysis_block(
     return {k: v for k, v in artifact.items() if k not in ("kind", "schema_version")}
 
 
-def comparisons_of_comparable(artifact: dict, comparable: dict) -> list:
+def comparisons_of_comparable(artifact: dict, comparable: dict) -> list[Problem]:
     """COMPARISONS_OF_COMPARABLE (afbench.kinds.relations): the comparisons were made on this
     comparable subset (its name, hash, diff and size)."""
-    from .errors import Problem
-
     made = comparable.get("comparable") or {}
     named = {
         "name": comparable["name"],

@@ -90,3 +90,8 @@ class AfbenchError(Exception):
 def raise_if(problems: list[Problem]) -> None:
     if problems:
         raise AfbenchError(problems=problems)
+
+
+class NotHeld(Exception):
+    """The command ran to its end and found that what it checks does not hold (an audit with a
+    failed relation): the command line prints the message and exits 1, not 2 (bad input)."""

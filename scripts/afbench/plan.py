@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from . import harbor
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import check_name
 from .kinds import PLAN
 
@@ -216,11 +216,9 @@ def build_plan(
     )
 
 
-def plan_of_selection(plan: dict, selection: dict) -> list:
+def plan_of_selection(plan: dict, selection: dict) -> list[Problem]:
     """PLAN_OF_SELECTION (afbench.kinds.relations): the plan is of this selection (its release,
     name, hash and size) and plans its tasks, in its order."""
-    from .errors import Problem
-
     problems = []
     if plan["release"] != selection["release"]:
         problems.append(

@@ -178,3 +178,60 @@ def verified_of_receipt(verified: dict, receipt: dict) -> list[Problem]:
             )
         )
     return problems
+
+
+def receipt_of_files(receipt: dict, on_disk: dict) -> list[Problem]:
+    """RECEIPT_OF_FILES: each file the receipt verified is there, its bytes of the SHA-256
+    and size recorded, which is its pin."""
+    problems = []
+    for index, entry in enumerate(receipt["files"]):
+        at = f"files[{index}]"
+        if not entry["verified"] or entry["actual_sha256"] != entry["expected_sha256"]:
+            problems.append(
+                Problem(
+                    f"{entry['path']} was not verified against its pin",
+                    field=f"{at}.actual_sha256",
+                    expected=entry["expected_sha256"],
+                    found=entry["actual_sha256"],
+                )
+            )
+        found = on_disk.get(entry["path"])
+        if found is None:
+            problems.append(
+                Problem(
+                    "the verified release file is not in the directory",
+                    field=f"{at}.path",
+                    found=entry["path"],
+                )
+            )
+            continue
+        for field, recorded in (("sha256", entry["actual_sha256"]), ("size", entry["size"])):
+            if found[field] != recorded:
+                problems.append(
+                    Problem(
+                        f"{entry['path']} is not the file verified",
+                        field=f"{at}.{'actual_sha256' if field == 'sha256' else 'size'}",
+                        expected=recorded,
+                        found=found[field],
+                    )
+                )
+    return problems
+
+
+def release_block_of_identity(artifact: dict, identity: dict) -> list[Problem]:
+    """RELEASE_BLOCK: an artifact's release block is the release identity's, to the byte."""
+    if artifact["release"] == identity["release"]:
+        return []
+    differ = sorted(
+        key
+        for key in set(artifact["release"]) | set(identity["release"])
+        if artifact["release"].get(key) != identity["release"].get(key)
+    )
+    return [
+        Problem(
+            "the release block is not the release identity's",
+            field=f"release.{differ[0]}",
+            expected=identity["release"].get(differ[0]),
+            found=artifact["release"].get(differ[0]),
+        )
+    ]

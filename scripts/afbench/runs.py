@@ -1769,3 +1769,81 @@ def summarize_run(
 # the two CSV tables' columns, as their Table declarations give them
 OUTCOME_COLUMNS = OUTCOMES_TABLE.columns
 ATTEMPT_COLUMNS = ATTEMPTS_TABLE.columns
+
+
+# --- relations (afbench.kinds.relations): a run summary against its selection and tables ----
+def run_of_selection(run: dict, selection: dict) -> list[Problem]:
+    """RUN_OF_SELECTION: the run is of this selection (release, name, hash, size)."""
+    problems = []
+    if run["release"] != selection["release"]:
+        problems.append(
+            Problem(
+                "the run is of another release than its selection",
+                field="release",
+                expected=selection["release"]["revision"],
+                found=run["release"]["revision"],
+            )
+        )
+    named = {
+        "name": selection["name"],
+        "selection_sha256": selection["selection_sha256"],
+        "tasks": selection["counts"]["tasks"],
+    }
+    for field, value in named.items():
+        if run["selection"][field] != value:
+            problems.append(
+                Problem(
+                    "the run names another selection",
+                    field=f"selection.{field}",
+                    expected=value,
+                    found=run["selection"][field],
+                )
+            )
+    return problems
+
+
+def run_of_tables(run: dict, tables: dict[str, list[dict]]) -> list[Problem]:
+    """RUN_OF_TABLES: each configuration's outcome counts are its rows of outcomes.csv, and its
+    attempt counts its rows of attempts.csv, counted again; no row of another configuration."""
+    problems = []
+    labels = [c["configuration"] for c in run["configurations"]]
+    for table, rows in sorted(tables.items()):
+        strangers = sorted({row["configuration"] for row in rows} - set(labels))
+        if strangers:
+            problems.append(
+                Problem(
+                    f"{table}.csv has rows of a configuration the summary does not have",
+                    field="configurations",
+                    found=strangers[0],
+                )
+            )
+    outcomes = Counter((r["configuration"], r["outcome"]) for r in tables.get("outcomes", []))
+    attempts = Counter((r["configuration"], r["outcome"]) for r in tables.get("attempts", []))
+    for index, config in enumerate(run["configurations"]):
+        label = config["configuration"]
+        at = f"configurations[{index}]"
+        if "outcomes" in tables:
+            counted = {k: outcomes[(label, k)] for k in config["counts"]}
+            if counted != config["counts"]:
+                problems.append(
+                    Problem(
+                        "the outcome counts are not the configuration's rows of outcomes.csv",
+                        field=f"{at}.counts",
+                        expected=counted,
+                        found=config["counts"],
+                    )
+                )
+        if "attempts" in tables:
+            by_outcome = config["attempts"]["by_outcome"]
+            counted = {k: attempts[(label, k)] for k in by_outcome}
+            total = sum(n for (c, _), n in attempts.items() if c == label)
+            if counted != by_outcome or total != config["attempts"]["total"]:
+                problems.append(
+                    Problem(
+                        "the attempt counts are not the configuration's rows of attempts.csv",
+                        field=f"{at}.attempts",
+                        expected={"total": total, "by_outcome": counted},
+                        found={"total": config["attempts"]["total"], "by_outcome": by_outcome},
+                    )
+                )
+    return problems

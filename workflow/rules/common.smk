@@ -367,6 +367,8 @@ def earlier_selection(name):
 
 
 ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
+# beside the directory, never in it: the audit reads results/<revision> and writes nothing there
+AUDIT_RECORD = f"{config['results_dir']}/audit/{REVISION}.json"
 POWER_PLAN = f"{REV}/power.json"
 
 

@@ -21,7 +21,7 @@ import re
 import signal
 import sys
 
-from ..errors import AfbenchError, printable
+from ..errors import AfbenchError, NotHeld, printable
 
 DESCRIPTION = (
     "Reproducible, auditable tools for the AutoformBench benchmark: fetch and verify the pinned "
@@ -261,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
             except AfbenchError as exc:
                 print(f"afbench: error: {exc}{_written_before()}", file=sys.stderr)
                 return 2
+            except NotHeld as failed:
+                print(printable(f"afbench: {failed}", 4000), file=sys.stderr)
+                return 1
             except OSError as exc:
                 where = f"{exc.filename}: " if exc.filename else ""
                 print(

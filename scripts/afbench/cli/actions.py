@@ -422,3 +422,52 @@ def discover_into(config: dict, checkout: Path, discovery: Path, fragment: Path)
     if problems:
         raise AfbenchError(problems=problems)
     return warnings
+
+
+def audit_lines(record: dict) -> list[str]:
+    """One line per check: held or failed, the relation, the artifact and what it is derived
+    from, then each problem on a line of its own."""
+    lines = []
+    for check in record["checks"]:
+        source = f" <- {check['derived_from']}" if check["derived_from"] else ""
+        state = "held  " if check["held"] else "FAILED"
+        lines.append(
+            f"{state} {check['relation']} ({check['method']}): {check['artifact']}{source}"
+        )
+        lines += [f"         {problem}" for problem in check["problems"]]
+    return lines
+
+
+def audit_into(directory: Path, output: Path | None, quiet: bool = False) -> None:
+    """Audit `directory`, print a line per check, write the record to `output` (never inside
+    the directory audited; the write names the outcome) and fail (exit 1) unless every check
+    held."""
+    import sys
+
+    from ..audit import audit_directory
+    from ..errors import NotHeld, printable
+    from ..fsutil import write_json
+    from .say import DESCRIBERS
+
+    directory = Path(directory)
+    if output is not None and Path(output).resolve().is_relative_to(directory.resolve()):
+        raise AfbenchError(
+            "the audit never writes into the directory it audits",
+            file=str(output),
+            expected=f"a file outside {directory}",
+        )
+    record = audit_directory(directory)
+    for line in audit_lines(record):
+        print(printable(line, 4000))
+    sys.stdout.flush()
+    if output is not None:
+        write_json(output, record)
+    elif not quiet:
+        print(f"afbench: {DESCRIBERS['AUDIT'](record)}", file=sys.stderr)
+    if not record["held"]:
+        checks = record["counts"]["checks"]
+        raise NotHeld(
+            f"audit of {directory}: {record['counts']['failed']} of {checks} checks failed"
+            if checks
+            else f"audit of {directory}: no artifact to audit"
+        )

@@ -468,20 +468,20 @@ def diff_releases_job(args):
 def _diff(previous, current, catalog) -> tuple[dict, dict]:
     """Both digests, each whole and true to its own files, the current one the catalog's and
     the previous one of the same repository (kinds.relations), then the diff."""
-    from ..errors import AfbenchError
+    from ..audit import hold
     from ..kinds import CATALOG, TASK_DIGESTS
     from ..kinds import relations as r
     from ..upgrade import diff_releases
 
     old, new, tasks = TASK_DIGESTS.read(previous), TASK_DIGESTS.read(current), CATALOG.read(catalog)
-    problems = [
-        *r.DIGESTS_OF_ITSELF.problems(old, str(previous), None, None),
-        *r.DIGESTS_OF_ITSELF.problems(new, str(current), None, None),
-        *r.DIGESTS_OF_CATALOG.problems(new, str(current), tasks, str(catalog)),
-        *r.PREVIOUS_DIGESTS.problems(old, str(previous), new, str(current)),
-    ]
-    if problems:
-        raise AfbenchError(problems=problems)
+    hold(
+        [
+            (r.DIGESTS_OF_ITSELF, old, previous),
+            (r.DIGESTS_OF_ITSELF, new, current),
+            (r.DIGESTS_OF_CATALOG, new, current, tasks, str(catalog)),
+            (r.PREVIOUS_DIGESTS, old, previous, new, str(current)),
+        ]
+    )
     return diff_releases(old, new, tasks)
 
 
@@ -1048,6 +1048,22 @@ def write_artifact_manifest(args):
     write_json(args.output, manifest)
 
 
+def _audit_directory_args(p):
+    p.add_argument(
+        "--manifest",
+        required=True,
+        help="the directory's artifact manifest: the directory audited is its folder",
+        **FILE,
+    )
+    _output(p)
+
+
+def audit_directory(args):
+    from .actions import audit_into
+
+    return audit_into(args.manifest.parent, args.output)
+
+
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
 def _analyse_failures_args(p):
     p.add_argument("--import", dest="imports", required=True, **FILES)
@@ -1373,6 +1389,11 @@ JOBS: dict[str, Job] = {
     ),
     "write-artifact-manifest": Job(
         "every artifact with its SHA-256", _write_artifact_manifest_args, write_artifact_manifest
+    ),
+    "audit-directory": Job(
+        "every relation between a results directory's artifacts, checked",
+        _audit_directory_args,
+        audit_directory,
     ),
     "plan-power": Job(
         "the run planner: tasks for a difference, or the difference for tasks",

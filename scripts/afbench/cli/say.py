@@ -234,6 +234,13 @@ def _manifest(r: dict) -> str:
     return f"artifact manifest: {_n(len(r['artifacts']), 'artifact')} with their SHA-256"
 
 
+def _audit(r: dict) -> str:
+    counts = r["counts"]
+    if r["held"]:
+        return f"audit: all {_n(counts['checks'], 'check')} held"
+    return f"audit: {counts['failed']} of {_n(counts['checks'], 'check')} failed"
+
+
 def _discovery(r: dict) -> str:
     files = r["files"]
     found = sum(entry["found_path"] is not None for entry in files)
@@ -313,6 +320,7 @@ DESCRIBERS: dict[str, Callable[[dict], str]] = {
     "COST_LEDGER": _ledger,
     "TASK_CHECKSUMS": _checksums,
     "ARTIFACT_MANIFEST": _manifest,
+    "AUDIT": _audit,
     "DISCOVERY": _discovery,
     "POWER_PLAN": _power,
     "TASK_DIGESTS": _digests,

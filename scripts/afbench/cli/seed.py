@@ -956,6 +956,24 @@ def compare_revisions(args):
         print(comparison_line(row))
 
 
+def _audit_args(p):
+    p.add_argument("directory", type=types.input_tree, metavar="DIR", help="an artifact directory")
+    p.add_argument(
+        "--output",
+        type=types.output_path,
+        metavar="FILE",
+        help="also write the audit's record here (outside DIR)",
+    )
+
+
+def audit(args):
+    """Every relation between the artifacts of a results directory, checked; exit 1 unless
+    all hold."""
+    from .actions import audit_into
+
+    audit_into(args.directory, args.output, args.quiet)
+
+
 def _demo_generate_args(p):
     p.add_argument("--out", required=True, type=types.output_dir(), help="output folder")
     p.add_argument(
@@ -1097,6 +1115,12 @@ COMMANDS: dict[str, Command] = {
         "afbench ledger --ledger results/REV/jobs.ledger.jsonl --release-dead",
         _ledger_args,
         ledger_command,
+    ),
+    "audit": Command(
+        "check that every artifact of a results directory agrees with what it came from",
+        "afbench audit results/SHA1\nafbench audit results/SHA1 --output audit.json",
+        _audit_args,
+        audit,
     ),
     "discover": Command(
         "read pins, paths and columns from an upstream checkout; write a fragment to review",

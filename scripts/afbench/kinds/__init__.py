@@ -659,6 +659,7 @@ _HOME = {
     "CROSS_REVISION": "upgrade",
     "ARTIFACT_MANIFEST": "manifest",
     "DISCOVERY": "manifest",
+    "AUDIT": "manifest",
 }
 
 
@@ -684,6 +685,7 @@ __all__ = [
     "ANY",
     "ARTIFACT_MANIFEST",
     "ATTEMPTS",
+    "AUDIT",
     "CATALOG",
     "COST_LEDGER",
     "CROSS_REVISION",

@@ -90,3 +90,33 @@ DISCOVERY = Kind(
     Field("fragment", MapOf(ANY, keys="config section"), doc="the config fragment to review"),
     doc="config's files, models and columns against a checkout (`afbench discover`)",
 )
+AUDIT = Kind(
+    "afbench audit",
+    Field("note", str),
+    Field("revision", str, null=True, doc="the release identity's; null: none in the directory"),
+    Field("held", bool, doc="every check held (and there was one)"),
+    Field(
+        "counts",
+        Shape(
+            "audit counts",
+            Field("checks", int, minimum=0),
+            Field("held", int, minimum=0),
+            Field("failed", int, minimum=0),
+        ),
+    ),
+    Field(
+        "checks",
+        ListOf(
+            Shape(
+                "audit check",
+                Field("relation", str, doc="a name of afbench.kinds.relations, or 'readable'"),
+                Field("method", str, values=("re-derived", "cross-checked", "read")),
+                Field("artifact", str, doc="relative to the directory"),
+                Field("derived_from", str, null=True, doc="relative; null: its own fields"),
+                Field("held", bool),
+                Field("problems", ListOf(str), doc="each naming both files and the field"),
+            )
+        ),
+    ),
+    doc="what `afbench audit` found in an artifact directory, relation by relation",
+)

@@ -4,22 +4,24 @@ An artifact is derived from others: digests from the catalog, a selection from t
 plan from its selection, a model import from a pinned file. Each such relation is declared
 here: the two kinds, what binds them (a hash, a task set, a field), the function that checks it
 (named `module:function`, imported when first checked, so a kind's module stays free of stage
-code), and how it is checked: **re-derived** (the binding part of the artifact made again from
-its source and compared) or **cross-checked** (fields of the two compared). Every reader that
-takes both files checks the relation through its declaration (`RELATION.hold(...)`), and
-`afbench audit` checks every relation across a results directory.
+code: the declaration is data, resolved by afbench.audit), and how it is checked:
+**re-derived** (the binding part of the artifact made again from its source and compared) or
+**cross-checked** (fields of the two compared). Every reader that takes both files checks the
+relation through its declaration (`audit.hold(RELATION, ...)`), and `afbench audit` checks
+every relation across a results directory.
 
 A check function takes the artifact and its source (None for a relation of an artifact's own
-fields) and returns the problems it finds, each naming the artifact's field; `hold` names both
-files in each.
+fields) and returns the problems it finds (errors.Problem), each naming the artifact's field;
+`audit.problems_of` names both files in each.
 """
 
 from __future__ import annotations
 
-from ..errors import AfbenchError, Problem
 from . import _Declaration
 
 METHODS = ("re-derived", "cross-checked")
+# a relation's source that is no artifact: the bytes of the files an artifact lists
+BYTES = "(the files' bytes)"
 
 
 class Relation(_Declaration):
@@ -36,32 +38,6 @@ class Relation(_Declaration):
         self._set(
             name=name, artifact=artifact, source=source, binds=binds, check=check, method=method
         )
-
-    def problems(
-        self, artifact: dict, artifact_file: str, source: dict | None, source_file: str | None
-    ) -> list[Problem]:
-        """Every disagreement, each naming both files and the artifact's field."""
-        from importlib import import_module
-
-        module, _, function = self.check.partition(":")
-        found = getattr(import_module(module), function)(artifact, source)
-        against = f" (against {source_file})" if source_file is not None else ""
-        for problem in found:
-            problem.file = artifact_file
-            problem.message = f"{problem.message}{against}"
-        return found
-
-    def hold(
-        self,
-        artifact: dict,
-        artifact_file: str,
-        source: dict | None = None,
-        source_file: str | None = None,
-    ) -> None:
-        """Refuse, naming both files and every field that disagrees, unless the relation holds."""
-        found = self.problems(artifact, str(artifact_file), source, source_file)
-        if found:
-            raise AfbenchError(problems=found)
 
 
 def _relation(name: str, artifact: str, source: str | None, binds: str, check: str, method: str):
@@ -188,5 +164,69 @@ COMPARISONS_OF_COMPARABLE = _relation(
     "afbench task selection",
     "the comparable subset's name, hash, diff and size",
     "crossrev:comparisons_of_comparable",
+    "cross-checked",
+)
+MANIFEST_OF_FILES = _relation(
+    "manifest-files",
+    "afbench artifact manifest",
+    BYTES,
+    "each listed artifact's SHA-256 and size, hashed again",
+    "artifacts:manifest_of_files",
+    "re-derived",
+)
+RECEIPT_OF_FILES = _relation(
+    "receipt-files",
+    "afbench release receipt",
+    BYTES,
+    "each verified release file's SHA-256 and size, hashed again, and its pin",
+    "release:receipt_of_files",
+    "re-derived",
+)
+RELEASE_BLOCK = _relation(
+    "release-block",
+    "*",
+    "afbench release identity",
+    "every artifact's release block is the release identity's",
+    "release:release_block_of_identity",
+    "cross-checked",
+)
+RUN_OF_SELECTION = _relation(
+    "run-selection",
+    "afbench local run summary",
+    "afbench task selection",
+    "the release, and the selection's name, hash and size",
+    "runs:run_of_selection",
+    "cross-checked",
+)
+RUN_OF_TABLES = _relation(
+    "run-tables",
+    "afbench local run summary",
+    "outcomes",
+    "each configuration's outcome and attempt counts, counted again from its tables",
+    "runs:run_of_tables",
+    "re-derived",
+)
+ANALYSIS_OF_SUMMARY = _relation(
+    "analysis-summary",
+    "afbench analysis",
+    "afbench official results summary",
+    "the models shown and their passes, tasks, rate and errors",
+    "analysis:analysis_of_summary",
+    "cross-checked",
+)
+ANALYSIS_OF_RECEIPT = _relation(
+    "analysis-receipt",
+    "afbench analysis",
+    "afbench release receipt",
+    "the provenance shown: the receipt's files",
+    "analysis:analysis_of_receipt",
+    "cross-checked",
+)
+ANALYSIS_OF_RUN = _relation(
+    "analysis-run",
+    "afbench analysis",
+    "afbench local run summary",
+    "each configuration shown: its counts, rate and conformance",
+    "analysis:analysis_of_run",
     "cross-checked",
 )

@@ -68,7 +68,7 @@ class _Builder:
     def field(self, f: Field) -> dict:
         out = self.value(f.type, f.null, f.values, f.minimum)
         if f.pattern is not None:
-            # \\Z, as the config schema: $ would let a trailing newline through
+            # \Z, as the config schema: $ would let a trailing newline through
             out = {**out, "pattern": f"^{f.pattern}\\Z"}
         described = _describe(f.doc, f.unit)
         if described:

@@ -1,0 +1,196 @@
+"""`afbench audit`: every relation between the artifacts of a results directory, checked on
+the demo pipeline's own directory (conftest.demo_project, copied per test), and each tampering
+a hostile user can make named by the relation it breaks, without the directory being
+written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from afbench.fsutil import json_bytes
+
+from conftest import demo_revision
+
+pytestmark = pytest.mark.snakemake  # the demo pipeline's directory, built once per session
+
+
+@pytest.fixture
+def demo_dir(demo_project, tmp_path) -> Path:
+    """A copy of the demo pipeline's results/<revision> for this test alone."""
+    copy = tmp_path / "results" / demo_revision()
+    shutil.copytree(demo_project / "results" / demo_revision(), copy, symlinks=True)
+    return copy
+
+
+def _audit(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(sys.executable).with_name("afbench")), "audit", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int, bytes]]:
+    return {
+        p.relative_to(root).as_posix(): (p.stat().st_mtime_ns, p.stat().st_mode, p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _edit_json(path: Path, change) -> None:
+    data = json.loads(path.read_bytes())
+    change(data)
+    os.chmod(path, 0o644)
+    path.write_bytes(json_bytes(data))
+
+
+def _edit_bytes(path: Path, change) -> None:
+    os.chmod(path, 0o644)
+    path.write_bytes(change(path.read_bytes()))
+
+
+def test_the_demo_directory_audits_whole_and_is_never_written(demo_dir, tmp_path):
+    rev = demo_dir
+    before = _snapshot(rev)
+    record = tmp_path / "audit.json"
+    done = _audit(str(rev), "--output", str(record))
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines and all(line.startswith("held ") for line in lines)
+    for relation in (
+        "manifest-files", "receipt-files", "release-block", "verified-receipt", "catalog-itself",
+        "catalog-receipt", "selection-catalog", "import-receipt", "import-catalog",
+        "summary-import", "analysis-summary", "analysis-receipt", "plan-selection",
+        "run-selection", "run-tables", "analysis-run",
+    ):  # fmt: skip
+        assert any(f"held   {relation} (" in line for line in lines), relation
+    assert f"all {len(lines)} checks held" in done.stderr
+    audit = json.loads(record.read_bytes())
+    assert audit["kind"] == "afbench audit" and audit["held"] is True
+    assert audit["counts"] == {"checks": len(lines), "held": len(lines), "failed": 0}
+    assert _snapshot(rev) == before
+    # copied elsewhere (another machine's path), the same record to the byte
+    elsewhere = tmp_path / "elsewhere" / rev.name
+    shutil.copytree(rev, elsewhere)
+    again = tmp_path / "again.json"
+    assert _audit(str(elsewhere), "--output", str(again)).returncode == 0
+    assert again.read_bytes() == record.read_bytes()
+    # and it never writes its record into the directory it audits
+    inside = _audit(str(rev), "--output", str(rev / "audit.json"))
+    assert inside.returncode == 2 and not (rev / "audit.json").exists()
+
+
+def _drop_first_task(selection: dict) -> None:
+    selection["task_ids"] = selection["task_ids"][1:]
+    selection["tasks"] = selection["tasks"][1:]
+    selection["counts"] = {
+        "tasks": len(selection["tasks"]),
+        "obligations": sum(t["n_obligations"] for t in selection["tasks"]),
+    }
+
+
+def _first_import(rev: Path) -> Path:
+    return sorted((rev / "imports/source-present/budget-200").glob("demo-model-*.json"))[0]
+
+
+# each: what is changed (a consistent-looking forgery where it can be one), and what the audit
+# must say of it
+TAMPERINGS = {
+    "a release file's bytes": (
+        lambda rev: _edit_bytes(rev / "release/SOURCES.csv", lambda b: b + b"\n"),
+        ["FAILED receipt-files", "SOURCES.csv is not the file verified"],
+    ),
+    "a catalog row, its digests left alone": (
+        lambda rev: _edit_json(
+            rev / "tasks/catalog.json", lambda c: c["tasks"][0].__setitem__("source_ref", "X")
+        ),
+        ["FAILED catalog-itself", "catalog digests are not those of its row"],
+    ),
+    "a selection no longer matching its hash": (
+        lambda rev: _edit_json(rev / "tasks/selections/demo-stratified.json", _drop_first_task),
+        ["FAILED selection-catalog", "do not hash to its selection_sha256"],
+    ),
+    "an import's record under another source": (
+        lambda rev: _edit_json(
+            _first_import(rev), lambda i: i["records"][0].__setitem__("source_id", "elsewhere")
+        ),
+        ["FAILED import-catalog", "field 'records[0].source_id'"],
+    ),
+    "a summary's passes": (
+        lambda rev: _edit_json(
+            rev / "imports/source-present/budget-200/summary.json",
+            lambda s: s["leaderboard"][0].__setitem__("passes", s["leaderboard"][0]["passes"] + 1),
+        ),
+        ["FAILED summary-import", ".passes'"],
+    ),
+    "the analysis' passes": (
+        lambda rev: _edit_json(
+            rev / "report/analysis.json",
+            lambda a: a["leaderboard"][0].__setitem__("passes", 0),
+        ),
+        ["FAILED analysis-summary", "the analysis' row is not the summary's"],
+    ),
+    "a release block": (
+        lambda rev: _edit_json(
+            rev / "tasks/catalog.json", lambda c: c["release"].__setitem__("lean", "v0")
+        ),
+        ["FAILED release-block", "field 'release.lean'"],
+    ),
+    "an artifact changed after its manifest": (
+        lambda rev: _edit_bytes(
+            rev / "report/index.html", lambda b: b.replace(b"</body>", b"<p>x</p></body>")
+        ),
+        ["FAILED manifest-files", "report/index.html is not the file listed"],
+    ),
+    "a plan resealed over another selection": (
+        lambda rev: _edit_json(
+            rev / "plans/demo-first-tasks/nop.json",
+            lambda p: p["selection"].__setitem__("selection_sha256", "0" * 64),
+        ),
+        ["FAILED plan-selection", "field 'selection.selection_sha256'"],
+    ),
+    "a run's outcome rewritten in its table": (
+        lambda rev: _edit_bytes(
+            rev / "runs/demo-harbor/outcomes.csv",
+            lambda b: b.replace(b",rejected,0,reward 0,", b",accepted,1,reward 1,", 1),
+        ),
+        ["FAILED run-tables", "outcomes.csv"],
+    ),
+    "a file that is not JSON": (
+        lambda rev: _edit_bytes(rev / "tasks/catalog.json", lambda b: b[:-40]),
+        ["FAILED readable (read): tasks/catalog.json"],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", TAMPERINGS, ids=list(TAMPERINGS))
+def test_each_tampering_is_named_by_the_relation_it_breaks(demo_dir, tmp_path, case):
+    rev = demo_dir
+    tamper, said = TAMPERINGS[case]
+    tamper(rev)
+    before = _snapshot(rev)
+    done = _audit(str(rev), "--output", str(tmp_path / "audit.json"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
+    for text in said:
+        assert text in done.stdout, done.stdout
+    assert "checks failed" in done.stderr
+    assert json.loads((tmp_path / "audit.json").read_bytes())["held"] is False
+    assert _snapshot(rev) == before
+
+
+def test_a_folder_that_is_no_artifact_directory_is_one_line(tmp_path):
+    missing = _audit(str(tmp_path / "nowhere"))
+    assert missing.returncode == 2 and missing.stderr.count("\n") == 1
+    (tmp_path / "empty").mkdir()
+    empty = _audit(str(tmp_path / "empty"))
+    assert empty.returncode == 1 and "no artifact to audit" in empty.stderr
