@@ -281,3 +281,16 @@ def test_the_readme_example_runs_on_the_demo(demo):
     )
     assert int(counts.sum().sum()) == len(failures) == 1476
     assert set(af.run_failures(demo)["run"]) == {"harbor-fixtures", "verdicts-three"}
+
+
+def test_the_same_import_named_twice_is_refused_not_counted_twice(demo, tmp_path):
+    one = demo / "imports/source-present/budget-200/demo-model-a.json"
+    with pytest.raises(AfbenchError, match="failure anatomy refused: model 'demo-model-a' is"):
+        job(
+            "analyse-failures",
+            f"--import={one}",
+            f"--import={one}",
+            "--near-miss-share=0.5",
+            f"--output={tmp_path / 'x.json'}",
+        )
+    assert not (tmp_path / "x.json").exists()

@@ -111,7 +111,8 @@ def table_of(answers, **settings) -> dict:
             "budget_usd": 200.0,
             "release": declared(RELEASE, revision="r"),
             "license": "l",
-            "inputs": {"MANIFEST.csv": "x"},
+            "file": f"results/m{j}.csv",
+            "inputs": {"MANIFEST.csv": "x", f"results/m{j}.csv": f"{j:064x}"},
             "records": [
                 {"task_id": f"t{i:04d}", "success": bool(answers[i, j])} for i in range(n_tasks)
             ],
@@ -278,3 +279,14 @@ def test_a_subset_of_models_that_do_not_differ_is_refused(tmp_path):
         pytest.skip("this noise happened to look structured")
     with pytest.raises(AfbenchError, match="the discriminative subset is empty"):
         discriminative_selection(table, {"release": {"revision": "r"}, "inputs": {}}, "x", "0")
+
+
+def test_the_same_import_named_twice_is_refused_not_counted_as_two_models(demo, tmp_path):
+    one = demo / "imports/source-present/budget-200/demo-model-a.json"
+    with pytest.raises(AfbenchError, match="task table refused: model 'demo-model-a' is given"):
+        job(
+            *["analyse-tasks", f"--catalog={demo / 'tasks/catalog.json'}"],
+            *[f"--import={one}", f"--import={one}", "--shuffles=19", "--seed=1"],
+            *["--alpha=0.05", "--min-discrimination=0.3", f"--output={tmp_path / 'x.json'}"],
+        )
+    assert not (tmp_path / "x.json").exists()

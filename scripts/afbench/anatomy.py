@@ -252,8 +252,10 @@ def official_anatomy(imports: list[dict], near_miss_share: float) -> dict:
     """The failure anatomy of the official model imports (whole imports, with records), in the
     leaderboard's order (most passes first, then by slug)."""
     from .analysis import leaderboard_order
+    from .official import distinct_models
 
     share = _share_ok(near_miss_share)
+    distinct_models(imports, "failure anatomy")
     if not imports:
         raise AfbenchError("no model import given", field="--import")
     condition = _same(imports, "source_condition")

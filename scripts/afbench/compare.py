@@ -13,35 +13,9 @@ from .official import (
     CONSTANT_FIELDS,
     REPORTED_NOTE,
     Outcomes,
+    distinct_models,
     outcomes,
 )
-
-
-def _check_distinct(imports: list[dict]) -> None:
-    """Each model once: by its slug, and by its results file's bytes (two slugs over one file
-    would count one model's results twice, and every paired test between them would be void)."""
-    slugs: set[str] = set()
-    files: dict[str, str] = {}
-    for imp in imports:
-        slug = imp["model"]
-        if slug in slugs:
-            raise AfbenchError(
-                f"comparison refused: model '{slug}' is given twice; compare each model once",
-                field="model",
-                expected="each model once",
-                found=slug,
-            )
-        slugs.add(slug)
-        digest = imp["inputs"].get(imp["file"])
-        if digest in files:
-            raise AfbenchError(
-                f"comparison refused: models '{files[digest]}' and '{slug}' are one results file "
-                f"(the same bytes, sha256 {digest}); compare each model once",
-                field="model",
-                expected="a results file of its own per model",
-                found=imp["file"],
-            )
-        files[digest] = slug
 
 
 def compare(imports: list[dict], strict_budget: bool) -> dict:
@@ -50,7 +24,7 @@ def compare(imports: list[dict], strict_budget: bool) -> dict:
         raise AfbenchError(
             "no models to compare", field="--import", expected="at least one model import"
         )
-    _check_distinct(imports)
+    distinct_models(imports, "comparison")
     values = {field: {} for field in COMPARED_FIELDS}
     for imp in imports:
         values["task_set"][imp["model"]] = imp["task_set_sha256"]

@@ -324,6 +324,7 @@ def task_table(
     source condition and budget, and the catalog they were checked against."""
     from .analysis import leaderboard_order
     from .anatomy import _same
+    from .official import distinct_models
 
     _check_settings(shuffles, seed, alpha, min_discrimination)
     if len(imports) < 2:
@@ -333,6 +334,7 @@ def task_table(
             expected="two or more model imports",
             found=len(imports),
         )
+    distinct_models(imports, "task table")
     condition = _same(imports, "source_condition")
     budget = _same(imports, "budget_usd")
     imports = leaderboard_order(imports)

@@ -573,3 +573,31 @@ def import_of_catalog(imported: dict, catalog: dict) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def distinct_models(imports: list[dict], what: str) -> None:
+    """Each model once: by its slug, and by its results file's bytes (two slugs over one file
+    would count one model's results twice, and every paired test between them would be void):
+    `what` is refused otherwise (a comparison, a failure anatomy, a task table)."""
+    slugs: set[str] = set()
+    files: dict[str, str] = {}
+    for imp in imports:
+        slug = imp["model"]
+        if slug in slugs:
+            raise AfbenchError(
+                f"{what} refused: model '{slug}' is given twice; compare each model once",
+                field="model",
+                expected="each model once",
+                found=slug,
+            )
+        slugs.add(slug)
+        digest = imp["inputs"].get(imp["file"])
+        if digest in files:
+            raise AfbenchError(
+                f"{what} refused: models '{files[digest]}' and '{slug}' are one results file "
+                f"(the same bytes, sha256 {digest}); compare each model once",
+                field="model",
+                expected="a results file of its own per model",
+                found=imp["file"],
+            )
+        files[digest] = slug
