@@ -18,8 +18,6 @@ from afbench.fsutil import json_bytes
 
 from conftest import demo_revision
 
-pytestmark = pytest.mark.snakemake  # the demo pipeline's directory, built once per session
-
 
 @pytest.fixture
 def demo_dir(demo_project, tmp_path) -> Path:
@@ -58,6 +56,7 @@ def _edit_bytes(path: Path, change) -> None:
     path.write_bytes(change(path.read_bytes()))
 
 
+@pytest.mark.snakemake  # the demo pipeline's directory, built once per session
 def test_the_demo_directory_audits_whole_and_is_never_written(demo_dir, tmp_path):
     rev = demo_dir
     before = _snapshot(rev)
@@ -172,6 +171,7 @@ TAMPERINGS = {
 }
 
 
+@pytest.mark.snakemake
 @pytest.mark.parametrize("case", TAMPERINGS, ids=list(TAMPERINGS))
 def test_each_tampering_is_named_by_the_relation_it_breaks(demo_dir, tmp_path, case):
     rev = demo_dir
@@ -194,3 +194,13 @@ def test_a_folder_that_is_no_artifact_directory_is_one_line(tmp_path):
     (tmp_path / "empty").mkdir()
     empty = _audit(str(tmp_path / "empty"))
     assert empty.returncode == 1 and "no artifact to audit" in empty.stderr
+
+
+def test_the_guarantees_page_lists_every_relation_as_declared():
+    from afbench.kinds.relations import RELATIONS
+
+    page = (Path(__file__).resolve().parents[1] / "docs/guarantees.md").read_text()
+    listed = [line for line in page.splitlines() if line.startswith("| `")]
+    assert [line.split("`")[1] for line in listed] == [r.name for r in RELATIONS]
+    for line, relation in zip(listed, RELATIONS, strict=True):
+        assert f"| {relation.binds} | {relation.method} |" in line

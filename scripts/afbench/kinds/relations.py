@@ -230,3 +230,6 @@ ANALYSIS_OF_RUN = _relation(
     "analysis:analysis_of_run",
     "cross-checked",
 )
+
+# every relation, in the order above (afbench audit checks them; docs/guarantees.md lists them)
+RELATIONS = tuple(v for v in list(globals().values()) if isinstance(v, Relation))
