@@ -8,8 +8,10 @@ puts them, and every file is named relative to the directory, so a copy audits t
 from __future__ import annotations
 
 import csv
-import io
 import os
+import re
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import AfbenchError, Problem
@@ -18,10 +20,11 @@ from .fsutil import (
     canonical_json,
     csv_text_value,
     parse_json_bytes,
+    read_head,
     read_regular_file,
     sha256_bytes,
 )
-from .kinds import AUDIT, KINDS, TABLES, head
+from .kinds import AUDIT, KINDS, TABLES
 from .kinds import relations as r
 from .kinds.lines import parse
 
@@ -61,8 +64,29 @@ def hold(relations: list[tuple], *, refuse: bool = True) -> list[Problem]:
     return found
 
 
+# the kinds other artifacts are paired with: kept once read; the rest (a model import of
+# 34,100 records, a task table) are read when checked and let go, so memory is one of them
+KEPT = frozenset(
+    {
+        "afbench artifact manifest",
+        "afbench release identity",
+        "afbench release receipt",
+        "afbench task catalog",
+        "afbench task selection",
+        "afbench task digests",
+        "afbench release diff",
+        "afbench official results summary",
+        "afbench local run summary",
+    }
+)
+_KIND_FIRST = re.compile(rb'\A\s*\{\s*"kind"\s*:\s*"(afbench [ -~]{1,100}?)"')
+SNIFF_BYTES = 512
+MAX_SNIFFED = 1 << 20  # a JSON file whose head names no kind is parsed whole below this size
+
+
 class Directory:
-    """The artifacts of one directory by kind, each read once; what could not be read, why."""
+    """The artifacts of one directory, found by kind from their first bytes, each read when it
+    is checked; what could not be read, and why."""
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
@@ -72,10 +96,10 @@ class Directory:
                 file=str(root),
                 expected="a results/<revision> folder",
             )
-        self.by_kind: dict[str, list[tuple[str, dict]]] = {}
-        self.tables: dict[str, dict[str, list[dict]]] = {}
+        self.found: dict[str, list[str]] = {}
+        self.tables: dict[str, dict[str, str]] = {}  # folder -> table name -> file
         self.unreadable: list[tuple[str, str]] = []
-        self.files: list[str] = []
+        self._kept: dict[str, dict | None] = {}
         for folder, dirs, names in os.walk(self.root, onerror=self._walk_failed):
             dirs[:] = sorted(d for d in dirs if d != "logs" and not d.startswith("."))
             for name in sorted(names):
@@ -83,52 +107,83 @@ class Directory:
                 rel = path.relative_to(self.root).as_posix()
                 if name.startswith(".") or path.is_symlink() or not path.is_file():
                     continue
-                self.files.append(rel)
                 if name.endswith(".json"):
-                    self._read_json(path, rel)
+                    self._sniff(path, rel)
                 elif name.endswith(".csv"):
-                    self._read_table(path, rel)
+                    self._sniff_table(path, rel)
 
     def _walk_failed(self, error: OSError) -> None:
         self.unreadable.append((str(error.filename), error.strerror or str(error)))
 
-    def _read_json(self, path: Path, rel: str) -> None:
-        try:
-            data = read_regular_file(path, "artifact", MAX_JSON_BYTES)
-            doc = parse_json_bytes(data, rel, "artifact")
-            name = doc.get("kind") if isinstance(doc, dict) else None
-            if not (isinstance(name, str) and name.startswith("afbench ")):
-                return  # a JSON file that is not an artifact (a release file, a job's own)
-            kind = KINDS.get(name)
-            if kind is None:
-                raise AfbenchError("not an artifact kind afbench writes", file=rel, found=name)
-            head(doc, rel, kind)
-            self.by_kind.setdefault(name, []).append((rel, parse(kind, data, rel)))
-        except AfbenchError as error:
-            self.unreadable.append((rel, str(error)))
+    def _failed(self, rel: str, error: Exception) -> None:
+        self.unreadable.append((rel, str(error)))
 
-    def _read_table(self, path: Path, rel: str) -> None:
+    def _sniff(self, path: Path, rel: str) -> None:
+        try:
+            head_bytes = read_head(path, "artifact", SNIFF_BYTES)
+            match = _KIND_FIRST.match(head_bytes)
+            if match is not None:
+                name = match.group(1).decode("ascii")
+            else:  # afbench writes `kind` first: parse a small file whole to tell
+                if path.stat().st_size > MAX_SNIFFED:
+                    return
+                doc = parse_json_bytes(read_regular_file(path, "file", MAX_SNIFFED), rel, "file")
+                name = doc.get("kind") if isinstance(doc, dict) else None
+                if not (isinstance(name, str) and name.startswith("afbench ")):
+                    return  # a JSON file that is not an artifact
+            if name not in KINDS:
+                raise AfbenchError("not an artifact kind afbench writes", file=rel, found=name)
+            self.found.setdefault(name, []).append(rel)
+        except (AfbenchError, OSError) as error:
+            self._failed(rel, error)
+
+    def _sniff_table(self, path: Path, rel: str) -> None:
         """A CSV table afbench writes (its header is a declared Table's columns)."""
         try:
-            text = read_regular_file(path, "table", MAX_TABLE_BYTES).decode("utf-8")
-        except (AfbenchError, UnicodeDecodeError) as error:
-            self.unreadable.append((rel, str(error)))
+            first = read_head(path, "table", 4096).split(b"\n", 1)[0].decode("utf-8")
+        except (AfbenchError, OSError, UnicodeDecodeError) as error:
+            self._failed(rel, error)
             return
-        rows = csv.reader(io.StringIO(text, newline=""))
-        header = next(rows, [])
+        header = next(csv.reader([first.rstrip("\r")]), [])
         table = next((t for t in TABLES.values() if t.columns == header), None)
-        if table is None:
-            return  # not a run table (leaderboard.csv is checked through its summary)
-        self.tables.setdefault(str(Path(rel).parent), {})[table.name] = [
-            dict(zip(header, map(csv_text_value, row), strict=False)) for row in rows
-        ]
+        if table is not None:  # not a run table: leaderboard.csv is checked through its summary
+            self.tables.setdefault(str(Path(rel).parent), {})[table.name] = rel
 
-    def of(self, kind: str) -> list[tuple[str, dict]]:
-        return self.by_kind.get(kind, [])
+    def load(self, rel: str, name: str) -> dict | None:
+        """The artifact at `rel` read through its kind; None (and why, once) if it cannot be."""
+        if rel in self._kept:
+            return self._kept[rel]
+        try:
+            data = read_regular_file(self.root / rel, "artifact", MAX_JSON_BYTES)
+            doc = parse(KINDS[name], data, rel)
+        except (AfbenchError, OSError) as error:
+            self._failed(rel, error)
+            doc = None
+        if name in KEPT or doc is None:
+            self._kept[rel] = doc
+        return doc
 
-    def one(self, kind: str) -> tuple[str, dict] | None:
-        found = self.of(kind)
+    def of(self, name: str) -> Iterator[tuple[str, dict]]:
+        for rel in self.found.get(name, []):
+            doc = self.load(rel, name)
+            if doc is not None:
+                yield rel, doc
+
+    def one(self, name: str) -> tuple[str, dict] | None:
+        found = list(self.of(name)) if name in KEPT else []
         return found[0] if len(found) == 1 else None
+
+    def counted(self, rel: str) -> Counter | None:
+        """A run table's rows counted by (configuration, outcome), read a row at a time."""
+        try:
+            with open(self.root / rel, encoding="utf-8", newline="") as handle:
+                rows = csv.reader(handle)
+                header = next(rows)
+                at = header.index("configuration"), header.index("outcome")
+                return Counter((csv_text_value(r[at[0]]), csv_text_value(r[at[1]])) for r in rows)
+        except (OSError, UnicodeDecodeError, csv.Error, IndexError, ValueError) as error:
+            self._failed(rel, error)
+            return None
 
 
 def _check(
@@ -194,24 +249,10 @@ def _release_file_checks(found: Directory) -> list[dict]:
     return [_check(r.RECEIPT_OF_FILES, receipt, ("(the release files' bytes)", on_disk))]
 
 
-def _release_blocks(found: Directory) -> list[dict]:
-    identity = found.one("afbench release identity")
-    if identity is None:
-        return []
-    lines = []
-    for name, artifacts in sorted(found.by_kind.items()):
-        if name == "afbench release identity":
-            continue
-        for artifact in artifacts:
-            if isinstance(artifact[1].get("release"), dict):
-                lines.append(_check(r.RELEASE_BLOCK, artifact, identity))
-    return lines
-
-
 def _receipt_of_verified(found: Directory) -> tuple[str, dict] | None:
     """Where the fetch target was not built (a tree of `snakemake diff` alone), the files'
     verification records stand in for the receipt that gathers them."""
-    verified = found.of("afbench verified file")
+    verified = list(found.of("afbench verified file"))
     if not verified or len({canonical_json(v[1]["release"]) for v in verified}) > 1:
         return None
     files = [v[1]["file"] for v in verified]
@@ -221,86 +262,102 @@ def _receipt_of_verified(found: Directory) -> tuple[str, dict] | None:
     )
 
 
+class _Lines(list):
+    """The audit's lines, and how each relation is paired."""
+
+    def pair(self, relation, artifact, source, what: str) -> None:
+        if source is None:
+            self.append(_missing(relation, artifact[0], what))
+        else:
+            self.append(_check(relation, artifact, source))
+
+
 def _pairs(found: Directory) -> list[dict]:
-    """Every declared relation between artifacts, paired by what each names."""
-    lines: list[dict] = []
-    receipt = found.one("afbench release receipt") or _receipt_of_verified(found)
+    """Every artifact read once, its release block held to the identity, and every declared
+    relation it has with the artifacts it names checked."""
+    lines = _Lines()
+    identity = found.one("afbench release identity")
+    gathered = found.one("afbench release receipt")
+    receipt = gathered or _receipt_of_verified(found)
     catalog = found.one("afbench task catalog")
     digests = found.one("afbench task digests")
     diff = found.one("afbench release diff")
-    selections = found.of("afbench task selection")
+    selections = list(found.of("afbench task selection"))
     by_name = {s[1]["name"]: s for s in selections}
     comparable = next((s for s in selections if "comparable" in s[1]), None)
-
-    def pair(relation, artifacts, source, what):
-        for artifact in artifacts:
-            if source is None:
-                lines.append(_missing(relation, artifact[0], what))
-            else:
-                lines.append(_check(relation, artifact, source))
-
-    gathered = found.one("afbench release receipt")
-    for verified in found.of("afbench verified file") if gathered else []:
-        pair(r.VERIFIED_OF_RECEIPT, [verified], gathered, "the release receipt")
-    for own in found.of("afbench task catalog"):
-        lines.append(_check(r.CATALOG_OF_ITSELF, own, None))
-    pair(r.CATALOG_OF_RECEIPT, found.of("afbench task catalog"), receipt, "the release receipt")
-    pair(r.SELECTION_OF_CATALOG, selections, catalog, "the task catalog")
-    for plan in found.of("afbench harbor run plan"):
-        named = plan[1]["selection"]["name"]
-        pair(r.PLAN_OF_SELECTION, [plan], by_name.get(named), f"the selection '{named}'")
-    imports = found.of("afbench official results import")
-    pair(r.IMPORT_OF_RECEIPT, imports, receipt, "the release receipt")
-    pair(r.IMPORT_OF_CATALOG, imports, catalog, "the task catalog")
-    for summary in found.of("afbench official results summary"):
-        kept = summary[1]
-        for imported in imports:
-            same = (imported[1]["source_condition"], imported[1]["budget_usd"]) == (
-                kept["source_condition"],
-                kept["budget_usd"],
-            )
-            if same and imported[1]["file"] in kept["inputs"]:
-                lines.append(_check(r.SUMMARY_OF_IMPORT, summary, imported))
-    for run in found.of("afbench local run summary"):
-        named = run[1]["selection"]["name"]
-        pair(r.RUN_OF_SELECTION, [run], by_name.get(named), f"the selection '{named}'")
-        tables = found.tables.get(str(Path(run[0]).parent))
-        if tables is not None:
-            lines.append(_check(r.RUN_OF_TABLES, run, (f"{Path(run[0]).parent}/*.csv", tables)))
-    for analysis in found.of("afbench analysis"):
-        for summary in found.of("afbench official results summary"):
-            lines.append(_check(r.ANALYSIS_OF_SUMMARY, analysis, summary))
-        if found.one("afbench release receipt"):
-            lines.append(_check(r.ANALYSIS_OF_RECEIPT, analysis, receipt))
-        shown = {shown["run"] for shown in analysis[1]["local_runs"]}
-        for run in found.of("afbench local run summary"):
-            if run[1]["run"] in shown:
-                lines.append(_check(r.ANALYSIS_OF_RUN, analysis, run))
-    for own in found.of("afbench task digests"):
-        lines.append(_check(r.DIGESTS_OF_ITSELF, own, None))
-    pair(r.DIGESTS_OF_CATALOG, found.of("afbench task digests"), catalog, "the task catalog")
-    pair(r.DIFF_OF_DIGESTS, found.of("afbench release diff"), digests, "the task digests")
-    if comparable is not None:
-        pair(r.COMPARABLE_OF_DIFF, [comparable], diff, "the release diff")
-    pair(r.UPGRADE_PLAN_OF_DIFF, found.of("afbench upgrade plan"), diff, "the release diff")
-    pair(
-        r.COMPARISONS_OF_COMPARABLE,
-        found.of("afbench cross-revision comparisons"),
-        comparable,
-        "the comparable subset",
-    )
+    summaries = list(found.of("afbench official results summary"))
+    runs = list(found.of("afbench local run summary"))
+    for name in sorted(found.found):
+        for artifact in found.of(name):
+            data = artifact[1]
+            blocked = identity is not None and artifact is not identity
+            if blocked and isinstance(data.get("release"), dict):
+                lines.append(_check(r.RELEASE_BLOCK, artifact, identity))
+            if name == "afbench verified file" and gathered is not None:
+                lines.append(_check(r.VERIFIED_OF_RECEIPT, artifact, gathered))
+            elif name == "afbench task catalog":
+                lines.append(_check(r.CATALOG_OF_ITSELF, artifact, None))
+                lines.pair(r.CATALOG_OF_RECEIPT, artifact, receipt, "the release receipt")
+            elif name == "afbench task selection":
+                lines.pair(r.SELECTION_OF_CATALOG, artifact, catalog, "the task catalog")
+                if artifact is comparable:
+                    lines.pair(r.COMPARABLE_OF_DIFF, artifact, diff, "the release diff")
+            elif name == "afbench harbor run plan":
+                named = data["selection"]["name"]
+                source = by_name.get(named)
+                lines.pair(r.PLAN_OF_SELECTION, artifact, source, f"the selection '{named}'")
+            elif name == "afbench official results import":
+                lines.pair(r.IMPORT_OF_RECEIPT, artifact, receipt, "the release receipt")
+                lines.pair(r.IMPORT_OF_CATALOG, artifact, catalog, "the task catalog")
+                for summary in summaries:
+                    kept = summary[1]
+                    same = (data["source_condition"], data["budget_usd"]) == (
+                        kept["source_condition"],
+                        kept["budget_usd"],
+                    )
+                    if same and data["file"] in kept["inputs"]:
+                        lines.append(_check(r.SUMMARY_OF_IMPORT, summary, artifact))
+            elif name == "afbench local run summary":
+                named = data["selection"]["name"]
+                source = by_name.get(named)
+                lines.pair(r.RUN_OF_SELECTION, artifact, source, f"the selection '{named}'")
+                folder = str(Path(artifact[0]).parent)
+                tables = {
+                    table: found.counted(rel)
+                    for table, rel in sorted(found.tables.get(folder, {}).items())
+                }
+                if tables and None not in tables.values():
+                    lines.append(_check(r.RUN_OF_TABLES, artifact, (f"{folder}/*.csv", tables)))
+            elif name == "afbench analysis":
+                for summary in summaries:
+                    lines.append(_check(r.ANALYSIS_OF_SUMMARY, artifact, summary))
+                if gathered is not None:
+                    lines.append(_check(r.ANALYSIS_OF_RECEIPT, artifact, gathered))
+                shown = {row["run"] for row in data["local_runs"]}
+                for run in runs:
+                    if run[1]["run"] in shown:
+                        lines.append(_check(r.ANALYSIS_OF_RUN, artifact, run))
+            elif name == "afbench task digests":
+                lines.append(_check(r.DIGESTS_OF_ITSELF, artifact, None))
+                lines.pair(r.DIGESTS_OF_CATALOG, artifact, catalog, "the task catalog")
+            elif name == "afbench release diff":
+                lines.pair(r.DIFF_OF_DIGESTS, artifact, digests, "the task digests")
+            elif name == "afbench upgrade plan":
+                lines.pair(r.UPGRADE_PLAN_OF_DIFF, artifact, diff, "the release diff")
+            elif name == "afbench cross-revision comparisons":
+                source = comparable
+                lines.pair(r.COMPARISONS_OF_COMPARABLE, artifact, source, "the comparable subset")
     return lines
 
 
 def audit_directory(root: Path) -> dict:
     """The audit record of the artifact directory `root` (read, never written)."""
     found = Directory(root)
-    # a file that cannot be read as what it says it is fails as itself
-    lines = [_line("readable", "read", file, None, [why]) for file, why in found.unreadable]
-    lines += _manifest_checks(found)
+    lines = _manifest_checks(found)
     lines += _release_file_checks(found)
-    lines += _release_blocks(found)
     lines += _pairs(found)
+    # a file that cannot be read as what it says it is fails as itself
+    lines += [_line("readable", "read", file, None, [why]) for file, why in found.unreadable]
     identity = found.one("afbench release identity")
     revision = identity[1]["release"]["revision"] if identity is not None else None
     failed = sum(not line["held"] for line in lines)

@@ -1802,13 +1802,14 @@ def run_of_selection(run: dict, selection: dict) -> list[Problem]:
     return problems
 
 
-def run_of_tables(run: dict, tables: dict[str, list[dict]]) -> list[Problem]:
+def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
     """RUN_OF_TABLES: each configuration's outcome counts are its rows of outcomes.csv, and its
-    attempt counts its rows of attempts.csv, counted again; no row of another configuration."""
+    attempt counts its rows of attempts.csv, counted again ({table: Counter((configuration,
+    outcome))}); no row of another configuration."""
     problems = []
-    labels = [c["configuration"] for c in run["configurations"]]
-    for table, rows in sorted(tables.items()):
-        strangers = sorted({row["configuration"] for row in rows} - set(labels))
+    labels = {c["configuration"] for c in run["configurations"]}
+    for table, counted in sorted(tables.items()):
+        strangers = sorted({label for label, _ in counted} - labels)
         if strangers:
             problems.append(
                 Problem(
@@ -1817,12 +1818,11 @@ def run_of_tables(run: dict, tables: dict[str, list[dict]]) -> list[Problem]:
                     found=strangers[0],
                 )
             )
-    outcomes = Counter((r["configuration"], r["outcome"]) for r in tables.get("outcomes", []))
-    attempts = Counter((r["configuration"], r["outcome"]) for r in tables.get("attempts", []))
+    outcomes, attempts = tables.get("outcomes"), tables.get("attempts")
     for index, config in enumerate(run["configurations"]):
         label = config["configuration"]
         at = f"configurations[{index}]"
-        if "outcomes" in tables:
+        if outcomes is not None:
             counted = {k: outcomes[(label, k)] for k in config["counts"]}
             if counted != config["counts"]:
                 problems.append(
@@ -1833,7 +1833,7 @@ def run_of_tables(run: dict, tables: dict[str, list[dict]]) -> list[Problem]:
                         found=config["counts"],
                     )
                 )
-        if "attempts" in tables:
+        if attempts is not None:
             by_outcome = config["attempts"]["by_outcome"]
             counted = {k: attempts[(label, k)] for k in by_outcome}
             total = sum(n for (c, _), n in attempts.items() if c == label)
