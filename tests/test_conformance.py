@@ -20,6 +20,7 @@ from afbench.release import identity
 from afbench.runs import read_harbor_job
 
 from conftest import (
+    FIXTURES,
     HARBOR,
     REPO,
     TASK,
@@ -74,7 +75,7 @@ def test_the_tasks_and_the_verification_of_a_run_are_certified_per_trial():
     exported = {"tasks": {TASK: {"checksum": "a" * 64, "images": ["base@sha256:" + "1" * 64]}}}
     release = {"images": [{"role": "task-environment", "digest": None}]}
     ok = conformance.certify({"settings": settings()}, [attempt("a" * 64)], exported, release)
-    assert ok["conformant"] is True and ok["task_checksums"]["compared"] == 1
+    assert (ok["conformant"], ok["compared"]) == (True, "compared 1 of 1 trials")
     changed = conformance.certify({"settings": settings()}, [attempt("b" * 64)], exported, release)
     assert changed["conformant"] is False
     assert changed["reasons"][0].startswith(f"task {TASK} differs from the exporter's output")
@@ -82,14 +83,15 @@ def test_the_tasks_and_the_verification_of_a_run_are_certified_per_trial():
     assert (none["conformant"], none["status"]) == (None, "not certified")  # never conformant
     assert none["checks"]["task_checksums"]["status"] == "not certified"
     assert none["reasons"][0].startswith("task checksums not certified: no exporter output")
-    # exporter output, but no trial recorded a checksum (a killed job): compared nothing
+    # exporter output, but no trial recorded a checksum (a killed job): compared none
     killed = conformance.certify({"settings": settings()}, [attempt(None)], exported, release)
-    assert (killed["conformant"], killed["task_checksums"]["compared"]) == (None, 0)
+    assert (killed["conformant"], killed["compared"]) == (None, "compared 0 of 1 trials")
     assert killed["reasons"] == [
-        "task checksums not certified: none of the 1 trial(s) recorded a task checksum (Harbor "
-        "writes it with the trial's result.json)"
+        f"task checksums not certified: compared 0 of 1 trials; 1 recorded no task checksum "
+        f"(e.g. {TASK}__x, incomplete: no result.json; Harbor writes it with the trial's "
+        "result.json)"
     ]
-    # a departure outweighs a check that compared nothing: not conformant, both named
+    # a departure outweighs a check that compared none: not conformant, both named
     both = conformance.certify(
         {"settings": settings(timeout_multiplier=2.0)}, [attempt(None)], exported, release
     )
@@ -178,8 +180,9 @@ def test_a_job_killed_before_any_result_is_not_certified(tmp_path):
     assert certificate["reasons"] == [
         "retries not certified: Harbor may have retried 4 trial(s) (retry.max_retries 1) and "
         "its job.log, which alone names them, is absent",
-        "task checksums not certified: none of the 4 trial(s) recorded a task checksum (Harbor "
-        "writes it with the trial's result.json)",
+        "task checksums not certified: compared 0 of 4 trials; 4 recorded no task checksum (e.g. "
+        "demo_s01_t001__nYP4H63, incomplete: no result.json; Harbor writes it with the trial's "
+        "result.json)",
     ]
     assert configuration["harbor_jobs"][0]["incomplete"].startswith("no job result.json")
 
@@ -199,6 +202,68 @@ def test_retries_are_a_departure_named_with_their_count_and_shift():
         ],
     }
     assert summary["conformant"] is False
+
+
+@pytest.mark.parametrize("log", ["cut", "absent"])
+def test_retries_harbor_counts_are_a_departure_whatever_job_log_says(tmp_path, log):
+    """Harbor 0.22.0 retried the failstart job's trial twice (stats.n_retries 2, retry.
+    max_retries 2); its job.log, cut short or gone, names none of them."""
+    job_dir = tmp_path / "failstart"
+    shutil.copytree(FIXTURES / "demo-failstart", job_dir)
+    kept = [ln for ln in (job_dir / "job.log").read_text().splitlines() if "Retrying" not in ln]
+    if log == "cut":
+        (job_dir / "job.log").write_text("\n".join(kept) + "\n")
+    else:
+        (job_dir / "job.log").unlink()
+    summary = certified(job_dir, checksums_of(job_dir))
+    [configuration] = summary["configurations"]
+    named = "its job.log names 0" if log == "cut" else "no job.log"
+    assert configuration["conformance"]["checks"]["retries"] == {
+        "status": "failed",
+        "reasons": [
+            "retried: Harbor's job result counts retries its job.log does not name (failstart: "
+            f"stats.n_retries 2, {named}; retry.max_retries 2): which trials ran more than once "
+            "is unknown; the protocol runs each trial once (the plans' -k 1, no retries)"
+        ],
+    }
+    assert (summary["conformant"], configuration["conformance"]["status"]) == (
+        False,
+        "not conformant",
+    )
+    # the import does not call the trial run once: its retries are unknown, and no shift
+    assert configuration["retries"]["trials_with_unknown_retries"] == 1
+    assert configuration["retry_shift"] is None
+
+
+def test_a_certificate_compares_every_trials_task_or_certifies_nothing(tmp_path):
+    """One of the four trials of Harbor 0.22.0's k4 job has its result.json cut (a full disk):
+    the other three's checksums match the export, and still nothing is certified of it."""
+    job_dir = tmp_path / "k4"
+    shutil.copytree(FIXTURES / "demo-k4", job_dir)
+    for trial in job_dir.glob("*/"):  # in docker, as the plans run it (it ran on the host: a
+        doc = json.loads((trial / "result.json").read_text())  # custom environment, a departure)
+        doc["config"]["environment"].update(type="docker", import_path=None)
+        (trial / "result.json").write_text(json.dumps(doc))
+        (trial / "config.json").write_text(json.dumps(doc["config"]))
+    exported = checksums_of(job_dir)
+    whole = certified(job_dir, exported)
+    assert whole["configurations"][0]["conformance"]["compared"] == "compared 4 of 4 trials"
+    assert whole["conformant"] is True
+    for cut in (b"", b'{"id": "90bb'):
+        result = job_dir / "hello-pass__Xp7VZxi" / "result.json"
+        result.write_bytes(cut)
+        cut_one = certified(job_dir, exported)
+        [configuration] = cut_one["configurations"]
+        certificate = configuration["conformance"]
+        assert certificate["task_checksums"]["without_checksum"] == 1
+        assert certificate["compared"] == "compared 3 of 4 trials"
+        assert (cut_one["conformant"], certificate["status"]) == (None, "not certified")
+        assert certificate["checks"]["task_checksums"]["status"] == "not certified"
+        [reason] = certificate["reasons"]
+        assert reason.startswith(
+            "task checksums not certified: compared 3 of 4 trials; 1 recorded no task checksum "
+            "(e.g. hello-pass__Xp7VZxi, incomplete: "
+        )
 
 
 def test_an_agent_timeout_multiplier_is_named_in_the_label_and_the_certificate(tmp_path):

@@ -38,6 +38,7 @@ from afbench.execute import (
     run_steps,
     running_cost,
 )
+from afbench.fsutil import json_bytes
 from afbench.release import identity
 
 from conftest import (
@@ -46,6 +47,7 @@ from conftest import (
     REPO,
     SNAKEMAKE,
     TASK,
+    declared,
     demo_revision,
     docker_leftovers,
     docker_skip_reason,
@@ -1077,6 +1079,80 @@ def test_a_failing_step_stops_the_trial_its_output_in_the_log(capfd):
             names=("export", "check"),
         )
     assert "why it failed" in capfd.readouterr().err
+
+
+# --- receipts read together: one per trial -----------------------------------------------------
+def receipt_file(path: Path, task: str, outcome: str, *costs: float | None, agent="oracle") -> Path:
+    """A trial receipt on disk: one attempt of `task` by `agent`, a trial per cost."""
+    from afbench.kinds import TRIAL_RECEIPT
+    from afbench.kinds.execution import TRIAL
+
+    trials = [declared(TRIAL, outcome=outcome, cost_usd=cost) for cost in costs or (0.0,)]
+    made = declared(
+        TRIAL_RECEIPT,
+        plan={
+            "selection": {"name": "s", "selection_sha256": "5" * 64, "tasks": 2},
+            "agent": agent,
+            "model": None,
+            "sha256": "0" * 64,
+        },
+        task_id=task,
+        attempt=1,
+        trials=trials,
+        outcome=outcome,
+    )
+    path.write_bytes(json_bytes(made))
+    return path
+
+
+def test_receipts_read_together_are_one_per_trial_in_any_order(tmp_path):
+    from afbench.execute import read_receipts
+
+    a = receipt_file(tmp_path / "a.json", "t1", "accepted", 1.5)
+    nop = receipt_file(tmp_path / "nop.json", "t1", "rejected", agent="nop")
+    copy = tmp_path / "copy-of-a.json"
+    shutil.copyfile(a, copy)
+    once = read_receipts([a, nop])
+    assert [(r["plan"]["agent"], r["outcome"]) for r in once] == [
+        ("nop", "rejected"),
+        ("oracle", "accepted"),
+    ]
+    # the same receipt twice counts once, and the files' order changes nothing
+    assert read_receipts([copy, nop, a]) == read_receipts([nop, a]) == once
+    forged = receipt_file(tmp_path / "forged.json", "t1", "rejected", 1.5)
+    said = set()
+    for given in ([forged, a], [a, forged], [a, nop, copy, forged]):
+        with pytest.raises(AfbenchError) as refused:
+            read_receipts(given)
+        [problem] = refused.value.problems
+        said.add((problem.file, problem.field, str(refused.value)))
+    [(file, field, line)] = said
+    assert (file, field) == (str(forged), "outcome")  # each file named, the field, both verdicts
+    assert f"this one and {a}" in line and "'accepted'" in line and "'rejected'" in line
+
+
+def test_a_receipts_cost_is_finite_and_not_negative(tmp_path):
+    from afbench.execute import read_receipts
+
+    negative = receipt_file(tmp_path / "negative.json", "t1", "accepted", 1.0)
+    negative.write_text(negative.read_text().replace('"cost_usd": 1.0', '"cost_usd": -1.0'))
+    with pytest.raises(AfbenchError) as refused:
+        read_receipts([negative])
+    [problem] = refused.value.problems
+    assert (problem.file, problem.field) == (str(negative), "trials[0].cost_usd")
+    infinite = receipt_file(tmp_path / "infinite.json", "t1", "accepted", 1.0)
+    infinite.write_text(infinite.read_text().replace('"cost_usd": 1.0', '"cost_usd": 1e999'))
+    with pytest.raises(AfbenchError, match="overflows"):
+        read_receipts([infinite])
+    # each 1e308 is a finite float; their sum is not: refused where it overflows
+    one = receipt_file(tmp_path / "one.json", "t1", "accepted", 1e308)
+    two = receipt_file(tmp_path / "two.json", "t2", "accepted", 1.0, 1e308)
+    assert read_receipts([one])[0]["trials"][0]["cost_usd"] == 1e308
+    for given in ([one, two], [two, one]):
+        with pytest.raises(AfbenchError, match="add up beyond a float's range") as refused:
+            read_receipts(given)
+        [problem] = refused.value.problems
+        assert (problem.file, problem.field) == (str(two), "trials[1].cost_usd")
 
 
 # --- only what afbench built, and the money guard on what actually runs -----------------------

@@ -91,11 +91,13 @@ def test_concurrent_trial_jobs_share_one_ledger_without_losing_an_entry(tmp_path
     assert ledger.state(entries)["open"] == []
 
 
-def receipt(name: str, refused: str | None = None, action: str = "harbor run", **more) -> dict:
+def receipt(
+    name: str, refused: str | None = None, action: str = "harbor run", task_id=TASK, **more
+) -> dict:
     return declared(
         TRIAL_RECEIPT,
         release=declared(RELEASE, revision="a" * 40),
-        task_id=TASK,
+        task_id=task_id,
         attempt=1,
         job_name=name,
         run_agent="a:B",
@@ -121,7 +123,8 @@ def test_the_cost_ledger_artifact_names_spent_held_overshoots_and_rounds(tmp_pat
         ("t3", reason, "refused", {"round": 2}),
     ):
         files.append(tmp_path / f"{name}.json")
-        files[-1].write_text(json.dumps(receipt(name, refused, action, **more)))
+        # three trials: each of its own task (one receipt per task, agent and attempt)
+        files[-1].write_text(json.dumps(receipt(name, refused, action, task_id=name, **more)))
     built = ledger.build_ledger(path, files, 500)
     assert (built["spent_usd"], built["held_usd"], built["ceiling_usd"]) == (250, 200, 500)
     assert (built["overshoots"], built["overshoot_usd"], built["stopped"]) == (1, 50, True)

@@ -582,6 +582,31 @@ def test_afbench_decide_reads_the_sealed_plan_and_the_receipts(plan, tmp_path):
     again = afbench(*argv, "--output", tmp_path / "again.json")
     assert again.returncode == 0
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "decision.json").read_bytes()
+    # the same receipts again (a copy of each) count once: the same decision
+    copies = []
+    for path in paths:
+        copies.append(path.with_name("copy-" + path.name))
+        shutil.copyfile(path, copies[-1])
+    twice = afbench(
+        *argv, *[x for p in copies for x in ("--receipt", p)], "--output", tmp_path / "twice.json"
+    )
+    assert twice.returncode == 0, twice.stderr
+    assert (tmp_path / "twice.json").read_bytes() == (tmp_path / "decision.json").read_bytes()
+    # a forged "rejected" copy of each oracle trial: refused in either order, the same line
+    forged = []
+    for i, task in enumerate(order[:10]):
+        forged.append(tmp_path / f"forged-r{i}-oracle.json")
+        forged[-1].write_bytes(json_bytes(receipt(plan, task, "oracle", 1, "rejected", 0.0)))
+    said = set()
+    for given in ([*forged, *paths], [*paths, *forged]):
+        both = ["decide", "--plan", plan_file, *[x for p in given for x in ("--receipt", p)]]
+        refused = afbench(*both)
+        assert refused.returncode == 2 and refused.stdout == "", refused.stdout
+        said.add(refused.stderr)
+    [line] = said  # one refusal whatever the order of the files
+    assert f"{tmp_path / 'r0-oracle.json'}: field 'outcome': two different receipts of one " in line
+    assert f"agent oracle, attempt 1): this one and {forged[0]}; a trial has one receipt" in line
+    assert "(expected the other receipt's outcome, 'rejected', found 'accepted')" in line
     # a plan edited after sealing is refused
     edited = copy.deepcopy(plan)
     edited["analysis"]["alpha"] = 0.2

@@ -177,6 +177,24 @@ def test_environment_failure_is_an_error_of_its_own_configuration():
     }
 
 
+def test_a_job_log_short_of_harbors_retry_count_leaves_the_retries_unknown(tmp_path):
+    """The failstart job counts 2 retries (stats.n_retries); its job.log, cut before the
+    "Retrying" lines, names none: the trial did not run once, as far as anyone can tell."""
+    job = copy_job(FIXTURES / "demo-failstart", tmp_path / "failstart")
+    log = job / "job.log"
+    log.write_text("".join(ln for ln in log.read_text().splitlines(True) if "Retrying" not in ln))
+    [trial] = read_harbor_job(job)
+    assert (trial["retries"], trial["job"]["n_retries"], trial["job"]["retries_logged"]) == (
+        None,
+        2,
+        0,
+    )
+    summary, _ = summarize_run("r", "harbor", selection("hello-pass"), [trial], 200, RELEASE)
+    [configuration] = summary["configurations"]
+    assert configuration["retries"]["trials_with_unknown_retries"] == 1
+    assert "fewer retries named than stats.n_retries" in configuration["retries"]["note"]
+
+
 # ------------------------------------------------------------------ one result per configuration
 
 

@@ -566,7 +566,7 @@ def local_run_rows(runs: list[dict]) -> list[dict]:
                     # verdicts and for summaries imported before certificates existed
                     "conformant": config.get("conformant"),
                     "conformance_reasons": (config.get("conformance") or {}).get("reasons", []),
-                    # "not certified": a check compared nothing (afbench.conformance)
+                    # "not certified": a check left a trial uncompared (afbench.conformance)
                     "certification": (config.get("conformance") or {}).get("status"),
                 }
             )

@@ -1,9 +1,11 @@
 """A protocol-conformance certificate for every imported Harbor run: for each configuration,
 what its trials ran compared with the release's protocol, check by check. Each check is
-`passed`, `failed` (a departure, with its reason) or `not certified` (it compared nothing: no
-task checksum, no trial's own config; with the reason). `conformant` is true only when every
-check passed, false when any failed, and null ("not certified") otherwise: a check that
-compared nothing never makes a configuration conformant.
+`passed`, `failed` (a departure, with its reason) or `not certified` (it did not compare every
+trial: a trial without a task checksum, no trial's own config, a retry count Harbor left no
+record of; with the reason). `conformant` is true only when every check passed, false when any
+failed, and null ("not certified") otherwise: a check that left a trial uncompared never makes
+a configuration conformant, and the certificate says for how many trials it compared the task
+checksums ("compared N of M trials").
 
 The protocol (the release's plans, run as written): the upstream per-task timeouts unchanged
 (no timeout multiplier for the agent or the verifier, no timeout override or cap);
@@ -21,7 +23,8 @@ the task checksum. Setup and environment-build timeouts are left free: they chan
 the infrastructure may take, not what the agent may do. Harbor's error policy is its own (no
 `override_error_policy`), and every trial ran once: Harbor's retries (a job's
 `retry.max_retries`; Harbor deletes each retried attempt) are a departure from the plans'
-`-k 1` without retries, named with their count and the retry shift (runs.py).
+`-k 1` without retries, named with their count and the retry shift (runs.py), whether
+Harbor's job result counts them (stats.n_retries) or its job.log names them.
 
 The settings are the configuration's (runs.py reads them with Harbor's defaults filled in:
 harbor.TRIAL_SETTINGS); nothing here reads a Harbor file itself.
@@ -80,8 +83,9 @@ PROTOCOL_NOTE = (
     "task's own verifier, no agent kwargs or other hints, the task's own environment "
     f"({' or '.join(sorted(PROTOCOL_ENVIRONMENTS))}, nothing overridden), and every trial's "
     "task checksum equal to the exporter's output for that task (with pinned image digests: "
-    "named by that task), Harbor's own error policy, and every trial run once (no retries). A "
-    "check that compared nothing is not certified, never passed."
+    "named by that task), Harbor's own error policy, and every trial run once (no retries, "
+    "whether Harbor's job result counts them or its job.log names them). A check that did not "
+    "compare every trial is not certified, never passed."
 )
 
 
@@ -211,19 +215,60 @@ def _check(failures: list[str], compared: bool, why_not: str) -> dict:
     return {"status": "passed", "reasons": []}
 
 
+def _uncompared(attempts: list[dict], compared: str) -> str:
+    """Why the task checksums are not certified when a trial recorded none: that trial may have
+    run any task, so comparing the others certifies nothing of it."""
+    missing = [a for a in attempts if not a.get("task_checksum")]
+    if not missing:
+        return ""
+    shown = missing[0]["outcome"] + (f": {missing[0]['reason']}" if missing[0]["reason"] else "")
+    return (
+        f"task checksums not certified: {compared}; {len(missing)} recorded no task checksum "
+        f"(e.g. {missing[0]['trial_name']}, {shown}; Harbor writes it with the trial's "
+        "result.json)"
+    )
+
+
+def _uncounted_retries(configuration: dict) -> list[str]:
+    """Each job of the configuration whose own count (its result.json's stats.n_retries)
+    holds retries its job.log does not name: Harbor's counter, not the log, says a trial ran
+    more than once. The count is the job's, all its configurations together."""
+    found = []
+    for job in configuration.get("harbor_jobs") or []:
+        counted, logged = job["n_retries"], job["retries_logged"]
+        if counted and counted > (logged or 0):
+            named = "no job.log" if logged is None else f"its job.log names {logged}"
+            found.append(f"{Path(job['job_dir']).name}: stats.n_retries {counted}, {named}")
+    return found
+
+
 def retry_reasons(configuration: dict) -> tuple[list[str], bool, str]:
     """Harbor's retries against the protocol's single run of each trial: the departures, whether
-    the count is known, and why not."""
+    the count is known, and why not. A retry counted by Harbor's job result or named by its
+    job.log is a departure, whichever of the two says it."""
     retries = configuration.get("retries") or {}
     allowed = retries.get("max_retries") or 0
     count = retries.get("retries") or 0
     unknown = retries.get("trials_with_unknown_retries") or 0
-    if count:
+    uncounted = _uncounted_retries(configuration)
+    if count or uncounted:
         shift = configuration.get("retry_shift")
+        parts = []
+        if count:
+            parts.append(
+                f"Harbor retried {len(retries['retried_trials'])} trial(s) {count} time(s) "
+                f"(retry.max_retries {allowed}), deleting each earlier attempt"
+            )
+        if uncounted:
+            parts.append(
+                f"Harbor's job result counts retries its job.log does not name "
+                f"({'; '.join(uncounted)}; retry.max_retries {allowed}): which trials ran more "
+                "than once is unknown"
+            )
         text = (
-            f"retried: Harbor retried {len(retries['retried_trials'])} trial(s) {count} time(s) "
-            f"(retry.max_retries {allowed}), deleting each earlier attempt; the protocol runs "
-            "each trial once (the plans' -k 1, no retries)"
+            "retried: "
+            + "; and ".join(parts)
+            + "; the protocol runs each trial once (the plans' -k 1, no retries)"
         )
         if shift:
             bounds = shift["first_attempts_only"]["success_rate_bounds"]
@@ -255,15 +300,11 @@ def certify(
     from_trials = [a for a in attempts if a.get("settings_from", "trial") == "trial"]
     more, counts = task_reasons(attempts, exported, pinned)
     retries, retries_known, retries_unknown = retry_reasons(configuration)
+    compared = f"compared {counts['compared']} of {counts['trials']} trials"
     if exported is None:
         task_check = {"status": "not certified", "reasons": more}
     else:
-        task_check = _check(
-            more,
-            counts["compared"] > 0,
-            f"task checksums not certified: none of the {counts['trials']} trial(s) recorded a "
-            "task checksum (Harbor writes it with the trial's result.json)",
-        )
+        task_check = _check(more, counts["without_checksum"] == 0, _uncompared(attempts, compared))
     checks = {
         "settings": _check(
             settings_reasons(configuration["settings"]),
@@ -289,6 +330,7 @@ def certify(
         "reasons": reasons,
         "checks": checks,
         "task_checksums": counts,
+        "compared": compared,
         "image_digests": "compared" if pinned else "not pinned by the release: not compared",
     }
 

@@ -38,7 +38,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from . import harbor, ledger, locking
@@ -882,6 +882,73 @@ def trial_receipt(
         outcome=outcome,
         round=None,
     )
+
+
+def _trial_key(receipt: dict) -> tuple:
+    """Which trial a receipt is of: its release and selection, its task, its configuration (the
+    plan's agent and model) and its attempt."""
+    made = receipt["plan"]
+    return (
+        receipt["release"]["revision"],
+        made["selection"]["selection_sha256"],
+        receipt["task_id"],
+        made["agent"],
+        made["model"] or "",
+        receipt["attempt"],
+    )
+
+
+def one_per_trial(read: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
+    """Trial receipts read together ((file, receipt) pairs, each read with TRIAL_RECEIPT.read):
+    one per trial (release, selection, task, configuration, attempt), in that order whatever
+    the order of the files. The same receipt twice (equal content) counts once; two different
+    receipts of one trial are refused, naming both files and the field they differ in (the
+    outcome when they differ in it), since which of them is the trial's is not for afbench to
+    guess. Their costs (each finite and >= 0, as the kind reads them) must add up to a finite
+    number of USD: a sum beyond a float's range is refused at the file that overflows it."""
+    kept: dict[tuple, tuple[str, dict]] = {}
+    for file, receipt in sorted(read, key=lambda pair: pair[0]):
+        key = _trial_key(receipt)
+        if key not in kept:
+            kept[key] = (file, receipt)
+            continue
+        first_file, first = kept[key]
+        if receipt == first:
+            continue
+        body = TRIAL_RECEIPT.body(first)
+        differ = [k for k in body if body[k] != receipt[k]]
+        field = "outcome" if "outcome" in differ else differ[0]
+        made = receipt["plan"]
+        model = f", model {made['model']}" if made["model"] else ""
+        raise AfbenchError(
+            f"two different receipts of one trial (task {receipt['task_id']}, agent "
+            f"{made['agent']}{model}, attempt {receipt['attempt']}): this one and "
+            f"{first_file}; a trial has one receipt",
+            file=file,
+            field=field,
+            expected=f"the other receipt's {field}"
+            + (f", {first[field]!r}" if isinstance(first[field], str | int | float) else ""),
+            found=receipt[field],
+        )
+    ordered = [kept[key] for key in sorted(kept)]
+    total = 0.0
+    for file, receipt in ordered:
+        for i, trial in enumerate(receipt["trials"]):
+            total += trial["cost_usd"] or 0.0
+            if not math.isfinite(total):
+                raise AfbenchError(
+                    "the trials' costs add up beyond a float's range",
+                    file=file,
+                    field=f"trials[{i}].cost_usd",
+                    expected="costs whose sum is a finite number of USD",
+                    found=trial["cost_usd"],
+                )
+    return ordered
+
+
+def read_receipts(paths: Iterable[Path | str]) -> list[dict]:
+    """The trial receipts at `paths`, read together (one_per_trial)."""
+    return [r for _, r in one_per_trial((str(p), TRIAL_RECEIPT.read(p)) for p in paths)]
 
 
 # --- the guard of `snakemake execute` ---------------------------------------------------------

@@ -480,7 +480,9 @@ def _partial(receipts: list[dict]) -> dict | None:
 
 def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) -> dict:
     """The cost-ledger artifact for the trials of these receipts, from the live ledger."""
-    read = [(str(p), TRIAL_RECEIPT.read(p)) for p in receipts]
+    from .execute import one_per_trial
+
+    read = one_per_trial((str(p), TRIAL_RECEIPT.read(p)) for p in receipts)
     if not read:
         raise AfbenchError("no trial receipts given", field="--receipt")
     release = read[0][1]["release"]

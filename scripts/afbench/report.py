@@ -696,7 +696,7 @@ def _protocol(row: dict) -> str:
 
 
 def _protocol_reasons(row: dict) -> str | None:
-    """Why a configuration is not conformant, or not certified (a check compared nothing),
+    """Why a configuration is not conformant, or not certified (a trial left uncompared),
     retries among the reasons: a line of its own under its row."""
     if row.get("conformant") is False:
         return "NOT CONFORMANT: " + "; ".join(row["conformance_reasons"])
@@ -884,7 +884,7 @@ def local_runs_section(rows: list[dict]) -> str:
         "only bounds are given. A configuration whose trials left the release's protocol "
         "(changed timeouts, disabled verification, hints, another environment, a task that is "
         "not the exporter's, trials Harbor retried) is marked NOT CONFORMANT with every reason; "
-        "one where a check compared nothing is not certified, with the reason.</p>"
+        "one where a check did not compare every trial is not certified, with the reason.</p>"
         + _table(
             [
                 "run",

@@ -1194,13 +1194,18 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
 
 def _trial_retries(job: dict, trial_name: str) -> tuple[int | None, list[str]]:
     """How often Harbor retried this trial before the attempt whose folder is left, and what
-    each earlier attempt raised: from job.log; without it, 0 only when no retry can have
-    happened (max_retries 0, or the job counts none), else unknown (None)."""
-    if job["retries"] is not None:
-        first = job["retries"].get(trial_name, [])
-        return len(first), first
+    each earlier attempt raised: from job.log. A trial job.log does not name ran once only
+    when no retry is unaccounted for: no job.log, or one naming fewer retries than the job's
+    own stats.n_retries (a log cut short, or replaced), leaves it unknown (None) unless no
+    retry can have happened (max_retries 0, or the job counts none)."""
     facts = job["facts"]
-    if facts["retry"]["max_retries"] == 0 or facts["n_retries"] == 0:
+    first = (job["retries"] or {}).get(trial_name, [])
+    if first:
+        return len(first), first
+    counted, logged = facts["n_retries"], facts["retries_logged"]
+    if logged is not None and (counted is None or counted <= logged):
+        return 0, []
+    if facts["retry"]["max_retries"] == 0 or counted == 0:
         return 0, []
     return None, []
 
@@ -1577,7 +1582,8 @@ def _retries(tries: list[dict], max_retries: int | None) -> dict | None:
         "the attempt before it raised are known only from the job's job.log; stats.n_retries "
         "counts every retry of the job (all its configurations)"
         + (
-            f"; {len(unknown)} trial(s) of a job that may have retried but has no job.log: "
+            f"; {len(unknown)} trial(s) of a job that may have retried but whose job.log does "
+            "not account for it (no job.log, or fewer retries named than stats.n_retries): "
             "their retries are unknown"
             if unknown
             else ""

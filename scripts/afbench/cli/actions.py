@@ -146,10 +146,9 @@ def import_run(
         )
 
 
-def executed_job_folders(receipts: list[Path]) -> list[Path]:
+def executed_job_folders(read: list[dict]) -> list[Path]:
     """The Harbor job folders that `afbench job run-trial` receipts name (a trial that did not
     run has none: refused at the cost ceiling, or interrupted earlier and not run again)."""
-    read = [kinds.TRIAL_RECEIPT.read(path) for path in receipts]
     folders = [Path(r["job_dir"]) for r in read if not r.get("refused")]
     if read and not folders:
         raise AfbenchError(

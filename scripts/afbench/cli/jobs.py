@@ -811,16 +811,16 @@ def _import_executed_args(p):
 
 
 def import_executed(args):
-    from ..kinds import TRIAL_RECEIPT
+    from ..execute import read_receipts
     from ..preregister import read_approved_plan
 
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
-    folders = executed_job_folders([*args.receipt, *args.reused_receipt])
+    # the reused receipts are another release's trials: each set is read together on its own
+    receipts, reused = read_receipts(args.receipt), read_receipts(args.reused_receipt)
+    folders = executed_job_folders([*receipts, *reused])
     checked = None
     if args.analysis_plan is not None:
-        plan = read_approved_plan(args.analysis_plan, args.plan_sha256)
-        checked = (plan, [TRIAL_RECEIPT.read(path) for path in args.receipt])
-    reused = [TRIAL_RECEIPT.read(path) for path in args.reused_receipt]
+        checked = (read_approved_plan(args.analysis_plan, args.plan_sha256), receipts)
     import_run(
         args.selection,
         args.name,
@@ -945,14 +945,13 @@ def _decide_step_args(p):
 
 
 def decide_step(args):
-    from ..execute import comparison_sides, next_trials_afford
-    from ..kinds import TRIAL_RECEIPT
+    from ..execute import comparison_sides, next_trials_afford, read_receipts
     from ..preregister import read_approved_plan
     from ..sequential import run_line, run_step
 
     plan = read_approved_plan(args.analysis_plan, args.plan_sha256)
     sides = comparison_sides(plan, args.harbor_plan)
-    receipts = [TRIAL_RECEIPT.read(path) for path in args.receipt]
+    receipts = read_receipts(args.receipt)
     afford = next_trials_afford(plan, sides, args.ledger, args.max_cost_usd, args.trial_cap_usd)
     run = run_step(plan, receipts, step=args.step, attempts=args.attempts, afford=afford)
     write_json(args.output, run)
@@ -1232,7 +1231,14 @@ def _run_trial_args(p):
 
 
 def run_trial(args):
-    from ..execute import check_money, check_plan, execute_trial, run_agent, trial_steps
+    from ..execute import (
+        check_money,
+        check_plan,
+        execute_trial,
+        read_receipts,
+        run_agent,
+        trial_steps,
+    )
     from ..fsutil import sha256_file
     from ..kinds import PLAN, TRIAL_RECEIPT
     from ..runs import read_harbor_job
@@ -1254,7 +1260,7 @@ def run_trial(args):
         cap_usd=args.trial_cap_usd,
         rerun_interrupted=args.rerun_interrupted,
         meter_interval_s=args.meter_interval_s,
-        earlier=[TRIAL_RECEIPT.read(path) for path in args.earlier_receipt],
+        earlier=read_receipts(args.earlier_receipt),
     )
     fields = {**TRIAL_RECEIPT.body(receipt), "round": args.partial_round}
     write_json(args.output, TRIAL_RECEIPT.record(**fields))

@@ -862,14 +862,14 @@ def _decide_args(p):
 
 
 def decide(args):
+    from ..execute import read_receipts
     from ..fsutil import json_output, write_outputs
-    from ..kinds import TRIAL_RECEIPT
     from ..preregister import check_sealed, read_plan
     from ..sequential import line, outcomes_from_receipts, sequential_decision
 
     plan = read_plan(args.plan)
     check_sealed(plan, str(args.plan))
-    receipts = [TRIAL_RECEIPT.read(path) for path in args.receipt]
+    receipts = read_receipts(args.receipt)
     decided = sequential_decision(outcomes_from_receipts(plan, receipts), plan)
     if args.output is not None:
         write_outputs([json_output(args.output, decided)], about=decided)

@@ -32,7 +32,14 @@ TRIAL = Shape(
     Field("outcome", str, values=OUTCOME_VALUES),
     Field("reward", int, null=True),
     Field("reason", str, null=True),
-    Field("cost_usd", float, null=True, unit="USD", doc="what Harbor recorded; null: none"),
+    Field(
+        "cost_usd",
+        float,
+        null=True,
+        unit="USD",
+        minimum=0,
+        doc="what Harbor recorded; null: none",
+    ),
     Field("result_sha256", str, null=True),
 )
 TRIAL_RECEIPT = Kind(

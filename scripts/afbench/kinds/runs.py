@@ -84,6 +84,13 @@ CONFORMANCE = Shape(
         optional=True,
         doc="Harbor runs only",
     ),
+    Field(
+        "compared",
+        str,
+        optional=True,
+        doc="Harbor runs only: for how many trials the task checksums were compared ('compared "
+        "N of M trials'); conformant only when N is M",
+    ),
     Field("image_digests", str, optional=True, doc="Harbor runs only"),
 )
 HARBOR_JOB = Shape(
