@@ -44,12 +44,20 @@ def demo_directory() -> Path:
             capture_output=True,
         )
         (root / "done").touch()
-    (found,) = [p.parent for p in (root / "results").glob("*/artifacts.json")]
+    # the folder of the one artifact manifest the run wrote, found by its kind (the workflow is
+    # the one home of the tree's names)
+    (found,) = [
+        p.parent
+        for p in root.rglob("*.json")
+        if b'"kind": "afbench artifact manifest"' in p.read_bytes()[:200]
+    ]
     return found
 
 
 def scale_directory() -> Path:
-    """34,100 tasks x 45 models laid out as the workflow lays out a results directory."""
+    """34,100 tasks x 45 models in one directory: the audit finds each artifact by the kind in
+    its first bytes and the release files beside the receipt, so the folders' names are the
+    bench's own."""
     root = scaled_release(100, 5)
     done = root / "audit-done"
     chain = Chain(root, sides()["new"])
@@ -61,20 +69,19 @@ def scale_directory() -> Path:
             subprocess.run(list(map(str, cmd)), cwd=root, env=ENV, check=True, capture_output=True)
     receipt = json.loads(chain.receipt.read_text())
     revision = receipt["release"]["revision"]
-    rev = root / "results" / revision
+    rev = root / "audited" / revision
     if not done.exists():
         shutil.rmtree(rev, ignore_errors=True)
         shutil.copytree(chain.release, rev / "release")
-        imports = rev / "imports/source-present/budget-200"
+        imports = rev / "imports"
         imports.mkdir(parents=True)
-        (rev / "tasks").mkdir()
-        shutil.copy(chain.catalog, rev / "tasks/catalog.json")
+        shutil.copy(chain.catalog, rev / "catalog.json")
         for slug in chain.models:
             shutil.copy(chain.model_import(slug), imports / f"{slug}.json")
         shutil.copy(chain.out / "summary.json", imports / "summary.json")
         shutil.copy(chain.out / "leaderboard.csv", imports / "leaderboard.csv")
         identity = {"kind": "afbench release identity", "schema_version": 1}
-        (rev / "release-identity.json").write_text(
+        (rev / "identity.json").write_text(
             json.dumps({**identity, "release": receipt["release"]}, indent=2) + "\n"
         )
         # as the workflow's manifest: the receipt, not the release files it verified
@@ -88,7 +95,7 @@ def scale_directory() -> Path:
             [
                 *[AFBENCH, "job", "write-artifact-manifest", f"--root={rev}"],
                 *[f"--revision={revision}", f"--config-digest={'0' * 64}"],
-                f"--output={rev / 'artifacts.json'}",
+                f"--output={rev / 'manifest.json'}",
                 *map(str, files),
             ],
             env=ENV,

@@ -340,6 +340,10 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             ["ledger", "--ledger", at["not-a-demo"]],
             {"file": str(at["not-a-demo"]), "text": "not a regular file"},
         ),
+        "audit": (
+            ["audit", out / "no-such-revision"],
+            {"file": str(out / "no-such-revision"), "expected": "a results/<revision> folder"},
+        ),
         "discover": (
             [*["discover", *cfg, "--checkout", at["not-a-demo"]], "--output-dir", out / "disc"],
             {"file": str(at["not-a-demo"]), "text": "git"},
@@ -531,6 +535,16 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             ],
             {"file": str(at["a-file"]), "expected": f"a file under {tree.root}"},
         ),
+        "job audit-directory": (
+            [
+                *["job", "audit-directory", f"--manifest={tree.catalog}"],
+                f"--output={tree.catalog.parent / 'audit.json'}",
+            ],
+            {
+                "file": str(tree.catalog.parent / "audit.json"),
+                "expected": f"a file outside {tree.catalog.parent}",
+            },
+        ),
         "job plan-power": (
             [
                 *["job", "plan-power", "--difference=0.1", "--tasks=", "--alpha=0.05"],
@@ -668,6 +682,7 @@ CASES = [
     "preregister",
     "decide",
     "ledger",
+    "audit",
     "discover",
     "diff",
     "compare-revisions",

@@ -330,14 +330,14 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     catalog = rev / "tasks/catalog.json"
     release = json.loads(catalog.read_text())["release"]
     jobs, tasks, selection = add_local_runs(base, rev)
-    # the executed run: one trial receipt per fixture job, as run-trial writes them, and the
-    # live ledger those trials kept
+    # the executed run: one trial receipt per fixture job, as run-trial writes them (attempts
+    # 1, 2, ... of one task: a trial has one receipt), and the live ledger those trials kept
     live, receipts = base / "jobs.ledger.jsonl", []
     for n, folder in enumerate(jobs):
         trial = {
             "job_name": folder.name,
             "task_id": tasks[0],
-            "attempt": 1,
+            "attempt": n + 1,
             "agent": "terminus-2",
             "model": "anthropic/claude-opus-4-6",
         }
@@ -350,7 +350,7 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
                     TRIAL_RECEIPT,
                     release=release,
                     task_id=tasks[0],
-                    attempt=1,
+                    attempt=n + 1,
                     job_name=folder.name,
                     job_dir=str(folder),
                     run_agent=trial["agent"],

@@ -700,6 +700,7 @@ def analysis_of_run(analysis: dict, run: dict) -> list[Problem]:
                 Problem(
                     "the analysis shows a configuration the run does not have",
                     field=f"local_runs[{index}].configuration",
+                    expected="one of the run's configurations",
                     found=shown["configuration"],
                 )
             )

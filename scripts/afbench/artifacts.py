@@ -67,7 +67,14 @@ def manifest_of_files(manifest: dict, on_disk: dict) -> list[Problem]:
     problems = []
     twice = sorted(p for p, n in Counter(e["path"] for e in manifest["artifacts"]).items() if n > 1)
     if twice:
-        problems.append(Problem("an artifact is listed twice", field="artifacts", found=twice[0]))
+        problems.append(
+            Problem(
+                "an artifact is listed twice",
+                field="artifacts",
+                expected="each path once",
+                found=twice[0],
+            )
+        )
     for index, entry in enumerate(manifest["artifacts"]):
         found = on_disk.get(entry["path"])
         at = f"artifacts[{index}]"
@@ -76,6 +83,7 @@ def manifest_of_files(manifest: dict, on_disk: dict) -> list[Problem]:
                 Problem(
                     "the listed artifact is not a regular file inside the directory",
                     field=f"{at}.path",
+                    expected="a regular file inside the directory",
                     found=entry["path"],
                 )
             )

@@ -132,7 +132,12 @@ class Directory:
                 if not (isinstance(name, str) and name.startswith("afbench ")):
                     return  # a JSON file that is not an artifact
             if name not in KINDS:
-                raise AfbenchError("not an artifact kind afbench writes", file=rel, found=name)
+                raise AfbenchError(
+                    "not an artifact kind afbench writes",
+                    file=rel,
+                    expected="a kind afbench declares",
+                    found=name,
+                )
             self.found.setdefault(name, []).append(rel)
         except (AfbenchError, OSError) as error:
             self._failed(rel, error)

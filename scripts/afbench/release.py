@@ -201,6 +201,7 @@ def receipt_of_files(receipt: dict, on_disk: dict) -> list[Problem]:
                 Problem(
                     "the verified release file is not in the directory",
                     field=f"{at}.path",
+                    expected="a file of the release directory",
                     found=entry["path"],
                 )
             )

@@ -1821,6 +1821,7 @@ def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
                 Problem(
                     f"{table}.csv has rows of a configuration the summary does not have",
                     field="configurations",
+                    expected="the summary's configurations",
                     found=strangers[0],
                 )
             )
