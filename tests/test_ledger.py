@@ -142,6 +142,22 @@ def test_the_cost_ledger_artifact_names_spent_held_overshoots_and_rounds(tmp_pat
         "complete_rounds": 0,
     }
 
+    # the cost ledger beside its receipts holds; each forgery of it is named by its field
+    receipts = [json.loads(f.read_bytes()) for f in files]
+    assert ledger.ledger_of_receipts(built, receipts) == []
+    for change, field in (
+        (lambda b, r: b.update(spent_usd=125.0), "spent_usd"),
+        (lambda b, r: b["trials"][0].update(cost_usd=1.0), "spent_usd"),
+        (lambda b, r: b["trials"][1].update(worst_case_usd=1.0), "trials[1].worst_case_usd"),
+        (lambda b, r: b["trials"].pop(2), "trials"),
+        (lambda b, r: b["trials"].append(dict(b["trials"][0])), "trials[3].job_name"),
+        (lambda b, r: r[0].update(task_id="other"), "trials[0].task_id"),
+    ):
+        forged, forged_receipts = json.loads(json.dumps(built)), json.loads(json.dumps(receipts))
+        change(forged, forged_receipts)
+        problems = ledger.ledger_of_receipts(forged, forged_receipts)
+        assert field in {p.field for p in problems}, (field, [str(p) for p in problems])
+
 
 # --- hostile ledgers ----------------------------------------------------------------------------
 GOOD = {

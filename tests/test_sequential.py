@@ -586,6 +586,25 @@ def test_a_run_step_names_the_next_batch_then_stops_at_the_decision(small):
     assert json_bytes(sequential.run_step(plan, shuffled, step=2, attempts=1)) == json_bytes(done)
     line = sequential.run_line(done)
     assert "A better, stopped at 4 tasks (decision" in line and "fixed-n" in line
+    # the record beside its plan and receipts (the audit's relations): held, and each forgery
+    # named by its field
+    source = {"plan": plan, "receipts": receipts_of("AAAA", order)}
+    assert sequential.decision_of_plan(done, plan) == []
+    assert sequential.decision_of_receipts(done, source) == []
+    for change, field in (
+        (lambda d: d.update(decision="B better"), "decision"),
+        (lambda d: d.update(spent_usd=1.0), "spent_usd"),
+        (lambda d: d["looks"][1].update(decision="continue"), "looks[1]"),
+        (lambda d: d["trials"].pop(), "trials"),
+    ):
+        forged = copy.deepcopy(done)
+        change(forged)
+        problems = sequential.decision_of_receipts(forged, source)
+        assert field in {p.field for p in problems}, (field, [str(p) for p in problems])
+    resealed = copy.deepcopy(done)
+    resealed.update(plan_sha256="f" * 64, alpha=0.5)
+    fields = {p.field for p in sequential.decision_of_plan(resealed, plan)}
+    assert fields == {"plan_sha256", "alpha"}
 
 
 def test_at_the_horizon_errors_are_rerun_as_new_attempts_while_attempts_last(small):
@@ -730,6 +749,42 @@ def test_a_comparison_runs_only_under_its_sealed_plan_and_as_the_config_still_sa
     assert not (out_dir(root) / "jobs.ledger.jsonl").exists()
 
 
+def audit_lines(directory: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(Path(SNAKEMAKE).with_name("afbench")), "audit", str(directory)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def _rewrite(path: Path, change) -> None:
+    data = json.loads(path.read_bytes())
+    change(data)
+    path.chmod(0o644)
+    path.write_bytes(json_bytes(data))
+
+
+def _forge_receipt(out: Path) -> None:
+    """A second receipt of a trial, its outcome turned (the forgery that flipped decide)."""
+    genuine = sorted((out / "execute/seq-eight").rglob("attempt-1.json"))[0]
+    data = json.loads(genuine.read_bytes())
+    data["outcome"] = "rejected" if data["outcome"] == "accepted" else "accepted"
+    (genuine.parent / "attempt-1 copy.json").write_bytes(json_bytes(data))
+
+
+def _forge_ledger(out: Path) -> None:
+    _rewrite(out / "execute/cost-ledger.json", lambda d: d.update(spent_usd=d["spent_usd"] / 2))
+
+
+def _forge_decision(out: Path) -> None:
+    _rewrite(out / "execute/decision.json", lambda d: d.update(decision="B better"))
+
+
+def _forge_seal(out: Path) -> None:
+    _rewrite(out / "execute/decision.json", lambda d: d.update(plan_sha256="0" * 64))
+
+
 @pytest.mark.snakemake
 @pytest.mark.harbor
 @pytest.mark.docker
@@ -780,6 +835,27 @@ def test_a_sealed_comparison_stops_at_its_first_decision_the_same_on_a_rerun(bui
     html = (out / "report/executed/index.html").read_text()
     assert 'id="sealed-comparison"' in html and "confirmatory" in html
     assert "valid at any stopping time" in html
+
+    # the paid chain audits whole (receipts, ledger, steps, decision), and each forgery of it is
+    # named by the relation it breaks
+    audited = audit_lines(out)
+    assert audited.returncode == 0, audited.stdout[-3000:]
+    for relation in ("ledger-receipts", "decision-plan", "decision-receipts"):
+        assert f"held   {relation} (" in audited.stdout, relation
+    forged = root.parent / "forged"
+    for change, relation in (
+        (_forge_receipt, "receipt-trial"),
+        (_forge_ledger, "ledger-receipts"),
+        (_forge_decision, "decision-receipts"),
+        (_forge_seal, "decision-plan"),
+    ):
+        shutil.rmtree(forged, ignore_errors=True)
+        shutil.copytree(out, forged, symlinks=True)
+        change(forged)
+        failed = audit_lines(forged)
+        assert failed.returncode == 1, (relation, failed.stdout[-3000:])
+        assert f"FAILED {relation} (" in failed.stdout, (relation, failed.stdout[-3000:])
+        assert "Traceback" not in failed.stdout + failed.stderr
 
     # derived again from the receipts, the decision and every step are the same bytes, and
     # no trial runs again

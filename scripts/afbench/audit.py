@@ -77,6 +77,8 @@ KEPT = frozenset(
         "afbench release diff",
         "afbench official results summary",
         "afbench local run summary",
+        "afbench trial receipt",
+        "afbench analysis plan",
     }
 )
 _KIND_FIRST = re.compile(rb'\A\s*\{\s*"kind"\s*:\s*"(afbench [ -~]{1,100}?)"')
@@ -277,6 +279,38 @@ class _Lines(list):
             self.append(_check(relation, artifact, source))
 
 
+def _execution(found: Directory) -> list[dict]:
+    """The paid chain: a trial's receipts one per trial, the cost ledger over the receipts,
+    and each step of a sealed comparison held to its plan and, the last, made again from the
+    receipts."""
+    from .execute import trial_key
+
+    lines = _Lines()
+    receipts = list(found.of("afbench trial receipt"))
+    first: dict[tuple, tuple[str, dict]] = {}
+    for receipt in receipts:
+        try:
+            key = trial_key(receipt[1])
+        except (KeyError, TypeError):
+            continue  # a receipt its kind refused is named as unreadable
+        if key in first:
+            lines.append(_check(r.RECEIPT_OF_TRIAL, receipt, first[key]))
+        else:
+            first[key] = receipt
+    gathered = (f"the trial receipts ({len(receipts)})", [data for _, data in receipts])
+    for ledger in found.of("afbench cost ledger"):
+        lines.pair(r.LEDGER_OF_RECEIPTS, ledger, gathered if receipts else None, "trial receipts")
+    plan = found.one("afbench analysis plan")
+    steps = list(found.of("afbench sequential run"))
+    last = max((data["step"] for _, data in steps), default=None)
+    for step in steps:
+        lines.pair(r.DECISION_OF_PLAN, step, plan, "the sealed analysis plan")
+        if plan is not None and step[1]["step"] == last:
+            source = (gathered[0], {"plan": plan[1], "receipts": gathered[1]})
+            lines.append(_check(r.DECISION_OF_RECEIPTS, step, source))
+    return lines
+
+
 def _pairs(found: Directory) -> list[dict]:
     """Every artifact read once, its release block held to the identity, and every declared
     relation it has with the artifacts it names checked."""
@@ -292,6 +326,7 @@ def _pairs(found: Directory) -> list[dict]:
     comparable = next((s for s in selections if "comparable" in s[1]), None)
     summaries = list(found.of("afbench official results summary"))
     runs = list(found.of("afbench local run summary"))
+    lines += _execution(found)
     for name in sorted(found.found):
         for artifact in found.of(name):
             data = artifact[1]

@@ -43,7 +43,7 @@ from pathlib import Path
 
 from . import harbor, ledger, locking
 from .containers import engine_name, engine_problem, remove_leftovers
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest, parse_json_bytes, read_file_once
 from .kinds import TRIAL_RECEIPT
 
@@ -884,7 +884,7 @@ def trial_receipt(
     )
 
 
-def _trial_key(receipt: dict) -> tuple:
+def trial_key(receipt: dict) -> tuple:
     """Which trial a receipt is of: its release and selection, its task, its configuration (the
     plan's agent and model) and its attempt."""
     made = receipt["plan"]
@@ -898,6 +898,32 @@ def _trial_key(receipt: dict) -> tuple:
     )
 
 
+def receipt_of_trial(
+    receipt: dict, other: dict, other_file: str = "another receipt"
+) -> list[Problem]:
+    """A receipt beside another of the same trial (trial_key): the same content, or the
+    problem of the field they differ in (the outcome when they differ in it)."""
+    if receipt == other or trial_key(receipt) != trial_key(other):
+        return []
+    body = TRIAL_RECEIPT.body(other)
+    differ = [k for k in body if body[k] != receipt.get(k)]
+    field = "outcome" if "outcome" in differ else differ[0]
+    made = receipt["plan"]
+    model = f", model {made['model']}" if made["model"] else ""
+    shown = other[field]
+    return [
+        Problem(
+            f"two different receipts of one trial (task {receipt['task_id']}, agent "
+            f"{made['agent']}{model}, attempt {receipt['attempt']}): this one and {other_file}; "
+            "a trial has one receipt",
+            field=field,
+            expected=f"the other receipt's {field}"
+            + (f", {shown!r}" if isinstance(shown, str | int | float) else ""),
+            found=receipt.get(field),
+        )
+    ]
+
+
 def one_per_trial(read: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
     """Trial receipts read together ((file, receipt) pairs, each read with TRIAL_RECEIPT.read):
     one per trial (release, selection, task, configuration, attempt), in that order whatever
@@ -908,28 +934,14 @@ def one_per_trial(read: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
     number of USD: a sum beyond a float's range is refused at the file that overflows it."""
     kept: dict[tuple, tuple[str, dict]] = {}
     for file, receipt in sorted(read, key=lambda pair: pair[0]):
-        key = _trial_key(receipt)
+        key = trial_key(receipt)
         if key not in kept:
             kept[key] = (file, receipt)
             continue
         first_file, first = kept[key]
-        if receipt == first:
-            continue
-        body = TRIAL_RECEIPT.body(first)
-        differ = [k for k in body if body[k] != receipt[k]]
-        field = "outcome" if "outcome" in differ else differ[0]
-        made = receipt["plan"]
-        model = f", model {made['model']}" if made["model"] else ""
-        raise AfbenchError(
-            f"two different receipts of one trial (task {receipt['task_id']}, agent "
-            f"{made['agent']}{model}, attempt {receipt['attempt']}): this one and "
-            f"{first_file}; a trial has one receipt",
-            file=file,
-            field=field,
-            expected=f"the other receipt's {field}"
-            + (f", {first[field]!r}" if isinstance(first[field], str | int | float) else ""),
-            found=receipt[field],
-        )
+        for problem in receipt_of_trial(receipt, first, first_file):
+            problem.file = file
+            raise AfbenchError(problems=[problem])
     ordered = [kept[key] for key in sorted(kept)]
     total = 0.0
     for file, receipt in ordered:

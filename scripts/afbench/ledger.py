@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .fsutil import parse_json_bytes
 from .kinds import COST_LEDGER, TRIAL_RECEIPT
 from .locking import append_event, gone, held, read_bytes
@@ -525,28 +525,97 @@ def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) 
                 "action": receipt.get("action"),
             }
         )
-    spent = round(sum(t["cost_usd"] or 0 for t in trials), 6)
-    held_usd = round(sum(t["held_usd"] for t in trials), 6)
-    n_refused = sum(t["status"] == "refused" for t in trials)
-    over = [t for t in trials if t["overshoot_usd"]]
+    totals = _totals(trials)
     return COST_LEDGER.record(
         release=release,
         ceiling_usd=ceiling_usd,
-        spent_usd=spent,
-        held_usd=held_usd,
-        overshoots=len(over),
-        overshoot_usd=round(sum(t["overshoot_usd"] for t in over), 6),
+        **{k: totals[k] for k in ("spent_usd", "held_usd", "overshoots", "overshoot_usd")},
         ledger_spent_usd=whole["spent_usd"],
         ledger_held_usd=whole["held_usd"],
         ledger_open_usd=whole["open_usd"],
         trials=trials,
-        refused=n_refused,
-        stopped=n_refused > 0,
+        refused=totals["refused"],
+        stopped=totals["refused"] > 0,
         interrupted_not_rerun=sum(t["action"] == "interrupted" for t in trials),
         partial=_partial([r for _, r in read]),
         live_ledger=str(ledger),
         note=NOTE,
     )
+
+
+# what a cost ledger's trial copies from its receipt (build_ledger)
+_FROM_RECEIPT = {
+    "task_id": "task_id",
+    "attempt": "attempt",
+    "agent": "run_agent",
+    "model": "run_model",
+    "worst_case_usd": "worst_case_usd",
+    "refused": "refused",
+    "action": "action",
+}
+
+
+def _totals(trials: list[dict]) -> dict:
+    """A cost ledger's totals over its trials."""
+    over = [t for t in trials if t["overshoot_usd"]]
+    return {
+        "spent_usd": round(sum(t["cost_usd"] or 0 for t in trials), 6),
+        "held_usd": round(sum(t["held_usd"] for t in trials), 6),
+        "overshoots": len(over),
+        "overshoot_usd": round(sum(t["overshoot_usd"] for t in over), 6),
+        "refused": sum(t["status"] == "refused" for t in trials),
+    }
+
+
+def ledger_of_receipts(cost_ledger: dict, receipts: list[dict]) -> list[Problem]:
+    """The cost ledger beside the trial receipts it was written over: one trial per receipt
+    (by job name), each field it copies equal, and its totals the sums of its trials."""
+    problems = []
+    by_job = {r["job_name"]: r for r in receipts}
+    listed = [t["job_name"] for t in cost_ledger["trials"]]
+    for name in sorted(set(by_job) - set(listed)):
+        problems.append(
+            Problem(
+                "a trial receipt's trial is not in the cost ledger",
+                field="trials",
+                expected=f"a trial of job {name}",
+                found="none",
+            )
+        )
+    for index, trial in enumerate(cost_ledger["trials"]):
+        receipt = by_job.get(trial["job_name"])
+        at = f"trials[{index}]"
+        if receipt is None or listed.count(trial["job_name"]) > 1:
+            problems.append(
+                Problem(
+                    "the cost ledger lists a trial no receipt has, or one trial twice",
+                    field=f"{at}.job_name",
+                    expected="the job of one trial receipt, once",
+                    found=trial["job_name"],
+                )
+            )
+            continue
+        for field, source in _FROM_RECEIPT.items():
+            if trial[field] != receipt.get(source):
+                problems.append(
+                    Problem(
+                        "the cost ledger's trial differs from its receipt",
+                        field=f"{at}.{field}",
+                        expected=f"the receipt's {source}, {receipt.get(source)!r}",
+                        found=trial[field],
+                    )
+                )
+    for field, total in _totals(cost_ledger["trials"]).items():
+        if cost_ledger[field] != total:
+            problems.append(
+                Problem(
+                    "the cost ledger's total is not the sum of its trials",
+                    field=field,
+                    expected=total,
+                    found=cost_ledger[field],
+                )
+            )
+    return problems
 
 
 # --- `afbench ledger` ------------------------------------------------------------------------

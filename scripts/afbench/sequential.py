@@ -50,7 +50,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from fractions import Fraction
 
-from .errors import AfbenchError
+from .errors import AfbenchError, Problem
 from .kinds import SEQUENTIAL_DECISION, SEQUENTIAL_RUN
 
 TEST_NAME = "truncated beta-mixture sequential probability ratio test on the discordant pairs"
@@ -913,6 +913,85 @@ def run_step(
         trials=trials,
         next_trials=next_trials,
     )
+
+
+def decision_of_plan(run: Mapping, plan: Mapping) -> list[Problem]:
+    """A step or decision record beside the sealed plan it names: made under its seal, for its
+    comparison, at its α and horizon."""
+    expected = {
+        "plan_sha256": plan["sealed_sha256"],
+        "comparison": plan["primary_comparison"],
+        "alpha": plan["test"]["alpha"],
+        "horizon": plan["stopping_rule"]["horizon"],
+    }
+    return [
+        Problem(
+            "the decision record disagrees with the sealed plan",
+            field=field,
+            expected=value,
+            found=run[field],
+        )
+        for field, value in expected.items()
+        if run[field] != value
+    ]
+
+
+# a run record's facts that its receipts and plan alone determine (the others depend on the
+# cost ceiling's arithmetic at the time: whether the next batch could be afforded)
+_FROM_RECEIPTS = (
+    "decision",
+    "reason",
+    "stopped_at_tasks",
+    "tasks_counted",
+    "tasks_run",
+    "trials_started",
+    "trials_refused",
+    "spent_usd",
+    "trials_without_cost",
+    "fixed_n_usd_at_observed_cost",
+    "unresolved",
+    "unresolved_tasks",
+    "looks",
+    "trials",
+)
+
+
+def decision_of_receipts(run: Mapping, source: Mapping) -> list[Problem]:
+    """The last step's record made again (run_step) from `source`'s receipts of the sealed
+    plan's selection and configurations ({"plan": ..., "receipts": [...]}) and compared,
+    fact by fact."""
+    plan = source["plan"]
+    sides = {(c["agent"], c["model"]) for c in plan["configurations"].values()}
+    wanted = plan["selection"]["selection_sha256"]
+    ours = [
+        r
+        for r in source["receipts"]
+        if (r["plan"]["agent"], r["plan"]["model"]) in sides
+        and r["plan"]["selection"]["selection_sha256"] == wanted
+    ]
+    attempts = max((r["attempt"] for r in ours), default=1)
+    again = run_step(plan, ours, step=run["step"], attempts=attempts)
+    problems = []
+    for field in _FROM_RECEIPTS:
+        made, found, at = again[field], run[field], field
+        if made == found:
+            continue
+        if isinstance(made, list) and isinstance(found, list):
+            # the first entry that differs, not two lists of hundreds of trials
+            i = next((i for i, (m, f) in enumerate(zip(made, found, strict=False)) if m != f), None)
+            if i is None:
+                made, found = f"{len(made)} entries", f"{len(found)} entries"
+            else:
+                made, found, at = made[i], found[i], f"{field}[{i}]"
+        problems.append(
+            Problem(
+                "the decision record is not what its receipts give under the sealed plan",
+                field=at,
+                expected=made,
+                found=found,
+            )
+        )
+    return problems
 
 
 def run_line(run: Mapping) -> str:

@@ -230,6 +230,41 @@ ANALYSIS_OF_RUN = _relation(
     "analysis:analysis_of_run",
     "cross-checked",
 )
+RECEIPT_OF_TRIAL = _relation(
+    "receipt-trial",
+    "afbench trial receipt",
+    "afbench trial receipt",
+    "one receipt per trial (release, selection, task, configuration, attempt): another receipt "
+    "of the same trial holds the same content",
+    "execute:receipt_of_trial",
+    "cross-checked",
+)
+LEDGER_OF_RECEIPTS = _relation(
+    "ledger-receipts",
+    "afbench cost ledger",
+    "afbench trial receipt",
+    "its trials are the receipts' (job, task, attempt, agent, model, cap, refusal, action), "
+    "and its spent, held, overshoot and refused totals add up over its trials",
+    "ledger:ledger_of_receipts",
+    "cross-checked",
+)
+DECISION_OF_PLAN = _relation(
+    "decision-plan",
+    "afbench sequential run",
+    "afbench analysis plan",
+    "the seal it was made under (plan_sha256), the comparison, α and horizon",
+    "sequential:decision_of_plan",
+    "cross-checked",
+)
+DECISION_OF_RECEIPTS = _relation(
+    "decision-receipts",
+    "afbench sequential run",
+    "afbench trial receipt",
+    "the decision, its looks, trials, counts and spend, made again from the comparison's "
+    "receipts under the sealed plan",
+    "sequential:decision_of_receipts",
+    "re-derived",
+)
 
 # every relation, in the order above (afbench audit checks them; docs/guarantees.md lists them)
 RELATIONS = tuple(v for v in list(globals().values()) if isinstance(v, Relation))
