@@ -46,12 +46,13 @@ def demo_directory() -> Path:
         (root / "done").touch()
     # the folder of the one artifact manifest the run wrote, found by its kind (the workflow is
     # the one home of the tree's names)
-    (found,) = [
-        p.parent
-        for p in root.rglob("*.json")
-        if b'"kind": "afbench artifact manifest"' in p.read_bytes()[:200]
-    ]
+    (found,) = [p.parent for p in root.rglob("*.json") if _is_manifest(p)]
     return found
+
+
+def _is_manifest(path: Path) -> bool:
+    with open(path, "rb") as handle:
+        return b'"kind": "afbench artifact manifest"' in handle.read(200)
 
 
 def scale_directory() -> Path:

@@ -289,10 +289,7 @@ def _execution(found: Directory) -> list[dict]:
     receipts = list(found.of("afbench trial receipt"))
     first: dict[tuple, tuple[str, dict]] = {}
     for receipt in receipts:
-        try:
-            key = trial_key(receipt[1])
-        except (KeyError, TypeError):
-            continue  # a receipt its kind refused is named as unreadable
+        key = trial_key(receipt[1])
         if key in first:
             lines.append(_check(r.RECEIPT_OF_TRIAL, receipt, first[key]))
         else:

@@ -31,12 +31,14 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
 from .errors import AfbenchError, Problem
 from .fsutil import parse_json_bytes
 from .kinds import COST_LEDGER, TRIAL_RECEIPT
+from .kinds.execution import LEDGER_TRIAL
 from .locking import append_event, gone, held, read_bytes
 
 NOTE = (
@@ -478,6 +480,18 @@ def _partial(receipts: list[dict]) -> dict | None:
     return {"rounds": ordered, "complete_rounds": complete}
 
 
+# what a cost ledger's trial copies from its receipt (build_ledger, ledger_of_receipts)
+_FROM_RECEIPT = {
+    "task_id": "task_id",
+    "attempt": "attempt",
+    "agent": "run_agent",
+    "model": "run_model",
+    "worst_case_usd": "worst_case_usd",
+    "refused": "refused",
+    "action": "action",
+}
+
+
 def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) -> dict:
     """The cost-ledger artifact for the trials of these receipts, from the live ledger."""
     from .execute import one_per_trial
@@ -507,24 +521,17 @@ def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) 
             overshoot, stopped = last.get("overshoot_usd", 0.0), last.get("stopped")
         else:
             status = last["event"]
-        trials.append(
-            {
-                "job_name": name,
-                "task_id": receipt["task_id"],
-                "attempt": receipt["attempt"],
-                "agent": receipt["run_agent"],
-                "model": receipt["run_model"],
-                "status": status,
-                "cost_usd": cost,
-                "cost_reported": reported,
-                "worst_case_usd": receipt["worst_case_usd"],
-                "overshoot_usd": overshoot,
-                "stopped": stopped,
-                "held_usd": round(held_by_job.get(name, 0.0), 6),
-                "refused": receipt.get("refused"),
-                "action": receipt.get("action"),
-            }
-        )
+        values = {
+            **{field: receipt.get(source) for field, source in _FROM_RECEIPT.items()},
+            "job_name": name,
+            "status": status,
+            "cost_usd": cost,
+            "cost_reported": reported,
+            "overshoot_usd": overshoot,
+            "stopped": stopped,
+            "held_usd": round(held_by_job.get(name, 0.0), 6),
+        }
+        trials.append({field: values[field] for field in LEDGER_TRIAL.names})
     totals = _totals(trials)
     return COST_LEDGER.record(
         release=release,
@@ -541,18 +548,6 @@ def build_ledger(ledger: Path, receipts: list[Path], ceiling_usd: float | None) 
         live_ledger=str(ledger),
         note=NOTE,
     )
-
-
-# what a cost ledger's trial copies from its receipt (build_ledger)
-_FROM_RECEIPT = {
-    "task_id": "task_id",
-    "attempt": "attempt",
-    "agent": "run_agent",
-    "model": "run_model",
-    "worst_case_usd": "worst_case_usd",
-    "refused": "refused",
-    "action": "action",
-}
 
 
 def _totals(trials: list[dict]) -> dict:
@@ -572,7 +567,7 @@ def ledger_of_receipts(cost_ledger: dict, receipts: list[dict]) -> list[Problem]
     (by job name), each field it copies equal, and its totals the sums of its trials."""
     problems = []
     by_job = {r["job_name"]: r for r in receipts}
-    listed = [t["job_name"] for t in cost_ledger["trials"]]
+    listed = Counter(t["job_name"] for t in cost_ledger["trials"])
     for name in sorted(set(by_job) - set(listed)):
         problems.append(
             Problem(
@@ -585,7 +580,7 @@ def ledger_of_receipts(cost_ledger: dict, receipts: list[dict]) -> list[Problem]
     for index, trial in enumerate(cost_ledger["trials"]):
         receipt = by_job.get(trial["job_name"])
         at = f"trials[{index}]"
-        if receipt is None or listed.count(trial["job_name"]) > 1:
+        if receipt is None or listed[trial["job_name"]] > 1:
             problems.append(
                 Problem(
                     "the cost ledger lists a trial no receipt has, or one trial twice",
