@@ -291,3 +291,14 @@ def test_export_writes_its_tables_as_one_unit(tmp_path, phase):
         code, err, new, now = _exporting(tmp_path, step, signal.SIGTERM, phase)
         assert code == 143 and one_line(err).startswith("afbench: interrupted by SIGTERM")
         assert now == (new if phase == "rename" else dict.fromkeys(new, b"old")), err
+
+
+def test_eee_export_run_twice_into_one_folder_rewrites_the_same_bytes(demo, tmp_path):
+    out = tmp_path / "eee"
+    argv = ["export", "--root", demo, "--output-dir", out, "--format", "eee"]
+    code, err = prop.cli(*argv, "--retrieved-at", "1790000000")
+    assert code == 0, err
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    code, err = prop.cli(*argv, "--retrieved-at", "1790000000")
+    assert code == 0, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
