@@ -164,12 +164,27 @@ def test_names_are_escaped_and_cannot_reorder_the_table(demo, tmp_path):
     (md,) = export(root, tmp_path / "md", "--format", "markdown")
     row = md.read_text().splitlines()[4]
     assert row.count(" | ") == 7  # the name's pipe does not make a column
-    assert "A \\| b\\_[U+202E]evil[U+200F] \\$x^2\\$ \\\\ {&} \\<i\\>" in row
+    assert "A \\| b\\_[U+202E]evil[U+200F] \\$x^2\\$ \\\\ {\\&} \\<i\\>" in row
     (tex,) = export(root, tmp_path / "tex", "--format", "latex")
     assert (
-        "A | b\\_[U+202E]evil[U+200F] \\$x\\textasciicircum{}2\\$ \\textbackslash{} \\{\\&\\} <i>"
-        in tex.read_text()
+        "A \\textbar{} b\\_[U+202E]evil[U+200F] \\$x\\textasciicircum{}2\\$ \\textbackslash{} "
+        "\\{\\&\\} \\textless{}i\\textgreater{}" in tex.read_text()
     )
+
+
+def test_an_entity_in_a_name_stays_text(demo, tmp_path):
+    """Unescaped, `&#x202E;` is the right-to-left override itself once the Markdown is
+    rendered, and `&lt;b&gt;` the text <b>, not what the name says."""
+    root = tmp_path / "entities"
+    shutil.copytree(demo, root)
+    path = root / "report/analysis.json"
+    analysis = json.loads(path.read_text())
+    analysis["leaderboard"][0]["display_name"] = "x&#x202E;y &lt;b&gt; &amp;"
+    path.write_text(json.dumps(analysis))
+    (md,) = export(root, tmp_path / "md", "--format", "markdown")
+    assert "| x\\&#x202E;y \\&lt;b\\&gt; \\&amp; |" in md.read_text()
+    (tex,) = export(root, tmp_path / "tex", "--format", "latex")
+    assert "x\\&\\#x202E;y \\&lt;b\\&gt; \\&amp; &" in tex.read_text()
 
 
 # --- Every Eval Ever ------------------------------------------------------------------------------
