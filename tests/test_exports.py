@@ -317,3 +317,39 @@ def test_eee_export_run_twice_into_one_folder_rewrites_the_same_bytes(demo, tmp_
     code, err = prop.cli(*argv, "--retrieved-at", "1790000000")
     assert code == 0, err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "eee"])
+def test_export_with_stdout_and_stderr_closed_succeeds_when_it_wrote_every_file(
+    demo, tmp_path, fmt
+):
+    """A closed standard error (a detached job, `2>&-`) loses the line that names the files,
+    never the files, and never turns their success into a failure."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    command = f'"$0" -m afbench export --root "$1" --output-dir "$2" --format {fmt} >&- 2>&-'
+    done = subprocess.run(
+        ["sh", "-c", command, sys.executable, str(demo), str(out)],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "1790000000"},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert sorted(p.name for p in out.iterdir())  # every file written
+
+
+def test_a_refusal_with_stderr_closed_still_exits_2_and_keeps_stdout_clean(tmp_path):
+    """print(file=None) would put the error line on standard output, among a command's
+    results."""
+    import subprocess
+    import sys
+
+    command = '"$0" -m afbench export --root "$1" --output-dir "$2" --format csv 2>&-'
+    done = subprocess.run(
+        ["sh", "-c", command, sys.executable, str(tmp_path / "none"), str(tmp_path / "out")],
+        capture_output=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")
