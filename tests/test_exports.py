@@ -164,12 +164,27 @@ def test_names_are_escaped_and_cannot_reorder_the_table(demo, tmp_path):
     (md,) = export(root, tmp_path / "md", "--format", "markdown")
     row = md.read_text().splitlines()[4]
     assert row.count(" | ") == 7  # the name's pipe does not make a column
-    assert "A \\| b\\_[U+202E]evil[U+200F] \\$x^2\\$ \\\\ {&} \\<i\\>" in row
+    assert "A \\| b\\_[U+202E]evil[U+200F] \\$x^2\\$ \\\\ {\\&} \\<i\\>" in row
     (tex,) = export(root, tmp_path / "tex", "--format", "latex")
     assert (
-        "A | b\\_[U+202E]evil[U+200F] \\$x\\textasciicircum{}2\\$ \\textbackslash{} \\{\\&\\} <i>"
-        in tex.read_text()
+        "A \\textbar{} b\\_[U+202E]evil[U+200F] \\$x\\textasciicircum{}2\\$ \\textbackslash{} "
+        "\\{\\&\\} \\textless{}i\\textgreater{}" in tex.read_text()
     )
+
+
+def test_an_entity_in_a_name_stays_text(demo, tmp_path):
+    """Unescaped, `&#x202E;` is the right-to-left override itself once the Markdown is
+    rendered, and `&lt;b&gt;` the text <b>, not what the name says."""
+    root = tmp_path / "entities"
+    shutil.copytree(demo, root)
+    path = root / "report/analysis.json"
+    analysis = json.loads(path.read_text())
+    analysis["leaderboard"][0]["display_name"] = "x&#x202E;y &lt;b&gt; &amp;"
+    path.write_text(json.dumps(analysis))
+    (md,) = export(root, tmp_path / "md", "--format", "markdown")
+    assert "| x\\&#x202E;y \\&lt;b\\&gt; \\&amp; |" in md.read_text()
+    (tex,) = export(root, tmp_path / "tex", "--format", "latex")
+    assert "x\\&\\#x202E;y \\&lt;b\\&gt; \\&amp; &" in tex.read_text()
 
 
 # --- Every Eval Ever ------------------------------------------------------------------------------
@@ -291,3 +306,50 @@ def test_export_writes_its_tables_as_one_unit(tmp_path, phase):
         code, err, new, now = _exporting(tmp_path, step, signal.SIGTERM, phase)
         assert code == 143 and one_line(err).startswith("afbench: interrupted by SIGTERM")
         assert now == (new if phase == "rename" else dict.fromkeys(new, b"old")), err
+
+
+def test_eee_export_run_twice_into_one_folder_rewrites_the_same_bytes(demo, tmp_path):
+    out = tmp_path / "eee"
+    argv = ["export", "--root", demo, "--output-dir", out, "--format", "eee"]
+    code, err = prop.cli(*argv, "--retrieved-at", "1790000000")
+    assert code == 0, err
+    first = {p.name: p.read_bytes() for p in out.iterdir()}
+    code, err = prop.cli(*argv, "--retrieved-at", "1790000000")
+    assert code == 0, err
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == first
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "eee"])
+def test_export_with_stdout_and_stderr_closed_succeeds_when_it_wrote_every_file(
+    demo, tmp_path, fmt
+):
+    """A closed standard error (a detached job, `2>&-`) loses the line that names the files,
+    never the files, and never turns their success into a failure."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "out"
+    command = f'"$0" -m afbench export --root "$1" --output-dir "$2" --format {fmt} >&- 2>&-'
+    done = subprocess.run(
+        ["sh", "-c", command, sys.executable, str(demo), str(out)],
+        capture_output=True,
+        timeout=120,
+        env={**os.environ, "SOURCE_DATE_EPOCH": "1790000000"},
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    assert sorted(p.name for p in out.iterdir())  # every file written
+
+
+def test_a_refusal_with_stderr_closed_still_exits_2_and_keeps_stdout_clean(tmp_path):
+    """print(file=None) would put the error line on standard output, among a command's
+    results."""
+    import subprocess
+    import sys
+
+    command = '"$0" -m afbench export --root "$1" --output-dir "$2" --format csv 2>&-'
+    done = subprocess.run(
+        ["sh", "-c", command, sys.executable, str(tmp_path / "none"), str(tmp_path / "out")],
+        capture_output=True,
+        timeout=120,
+    )
+    assert (done.returncode, done.stdout) == (2, b"")

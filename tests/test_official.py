@@ -102,6 +102,8 @@ def first_failed(release_files) -> int:
         ("cost_usd", "inf", "not a finite"),
         ("cost_usd", "-0.5", "not a finite"),
         ("cost_usd", "1e999", "not finite"),
+        ("cost_usd", "1e308", "cost out of range"),
+        ("cost_usd", "1000000000000.5", "cost out of range"),
         ("cost_usd", "", "not a finite"),
         ("stop_reason", "gave_up", "if and only if"),
         ("finished_at", "yesterday", "ISO-8601"),
@@ -120,6 +122,32 @@ def test_each_rule_names_file_row_and_field(
     with pytest.raises(AfbenchError, match=match) as err:
         import_with(tmp_path, release_files, demo_yaml, data)
     assert f"{PATH}: row {index + 2}: field '{field}'" in str(err.value)
+
+
+@pytest.mark.parametrize("door", ["import-results", "job import-model"])
+@pytest.mark.parametrize("cost", ["1e308", "1e400", "inf"])
+def test_a_cost_beyond_the_usd_ceiling_is_a_refusal_not_an_overflow(
+    tmp_path, release_files, demo_yaml, door, cost
+):
+    """Two costs near 1e308 sum to infinity, which the import's JSON cannot hold."""
+    rows = rows_of(release_files[PATH])
+    for row in rows[:2]:
+        row["cost_usd"] = cost
+    kw = {"budget": 200} if door == "import-results" else {}
+    with pytest.raises(AfbenchError) as err:
+        import_with(tmp_path, release_files, demo_yaml, csv_of(rows), **kw)
+    first = err.value.problems[0]
+    assert (first.file, first.row, first.field) == (PATH, 2, "cost_usd")
+    assert first.found == cost
+    # "inf" is no decimal at all; the other two are numbers beyond the ceiling
+    rule = "a decimal such as 12.5" if cost == "inf" else "USD, a finite number from 0 to 1e12"
+    assert first.expected == rule
+
+
+def test_a_cost_at_the_usd_ceiling_is_read(tmp_path, release_files, demo_yaml):
+    data = mutated(release_files, first_failed(release_files), cost_usd="1e12")
+    record = import_with(tmp_path, release_files, demo_yaml, data, budget=200)
+    assert record["cost_usd"]["max"] == 1e12
 
 
 def test_success_needs_every_obligation(tmp_path, release_files, demo_yaml):

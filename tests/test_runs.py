@@ -565,6 +565,17 @@ def test_negative_or_non_numeric_cost_is_refused(tmp_path):
         read_harbor_job(job)
 
 
+def test_a_cost_above_the_usd_ceiling_is_refused(tmp_path):
+    job = copy_job(FIXTURES / "demo-nop", tmp_path / "job")
+
+    def huge(doc):  # two of these would sum to infinity
+        doc["agent_result"]["cost_usd"] = 1e308
+
+    edit_trials(job, huge)
+    with pytest.raises(AfbenchError, match="field 'agent_result.cost_usd': cost out of range"):
+        read_harbor_job(job)
+
+
 def in_thread(fn, *args):
     """Run fn in a daemon thread; a read that blocked would leave it alive."""
     outcome = {}

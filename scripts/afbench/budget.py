@@ -3,6 +3,12 @@ nothing capped, nothing removed."""
 
 from __future__ import annotations
 
+# No cost afbench reads (an official results row, a cost-ledger entry, a Harbor trial) is ever
+# above this: a larger one is a broken input, and summing a few near 1e308 gives infinity,
+# which no JSON artifact can hold.
+MAX_USD = 1.0e12
+USD_RULE = "USD, a finite number from 0 to 1e12"
+
 AUDIT_NOTE = (
     "A complete list of records whose reported cost exceeds the budget. It is not a "
     "certificate of budget compliance: reported costs are taken as given, never "

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from operator import itemgetter
 from typing import NamedTuple
 
+from .budget import MAX_USD, USD_RULE
 from .errors import AfbenchError, Problem
 
 MAX_FIELD = 100_000  # characters in one cell
@@ -312,13 +313,13 @@ def parse_cost(text: str, *, file: str, row: int, field: str) -> float:
             found=text,
         )
     value = float(text)
-    if not math.isfinite(value):
+    if not value <= MAX_USD:
         raise AfbenchError(
-            "number is not finite",
+            "cost out of range" if math.isfinite(value) else "number is not finite",
             file=file,
             row=row,
             field=field,
-            expected="a finite number",
+            expected=USD_RULE,
             found=text,
         )
     return value
@@ -424,14 +425,14 @@ def int_column(
 def cost_column(
     texts: list[str], rows: Sequence[int], found: Found, order: int, *, file: str, field: str
 ) -> list[float | None]:
-    """Finite, non-negative decimals."""
+    """Non-negative decimals up to MAX_USD."""
     if all(map(DECIMAL.fullmatch, texts)):
         values = list(map(float, texts))
-        if math.inf not in values:
+        if not values or max(values) <= MAX_USD:
             return values
     match = DECIMAL.fullmatch
     values = [float(text) if match(text) else None for text in texts]
-    bad = [i for i, value in enumerate(values) if value is None or value == math.inf]
+    bad = [i for i, value in enumerate(values) if value is None or not value <= MAX_USD]
     if bad:
         _refuse(
             found,

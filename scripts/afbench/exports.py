@@ -172,8 +172,9 @@ def _visible_controls(text: str) -> str:
 
 
 # what can start an inline construct inside a table cell (a pipe ends the cell; $ opens math
-# where the renderer has it; < opens HTML): backslash-escaped, so names print as typed
-_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~$])")
+# where the renderer has it; < opens HTML; & opens an entity, so `&#x202E;` would become the
+# override itself): backslash-escaped, so names print as typed
+_MARKDOWN_SPECIAL = re.compile(r"([\\`*_\[\]<>|~$&])")
 
 
 def _markdown_cell(text: str) -> str:
@@ -191,6 +192,10 @@ _LATEX = {
     "_": r"\_",
     "%": r"\%",
     "~": r"\textasciitilde{}",
+    # not special, but the default OT1 font encoding prints them as other glyphs (¡ ¿ —)
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
     "★": r"$\star$",
     "–": "--",
     "—": "---",

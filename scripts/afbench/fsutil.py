@@ -338,10 +338,26 @@ def command_files(
             previous.written.extend(files.written)
 
 
+_PROBING = False
+
+
+@contextlib.contextmanager
+def probing():
+    """Reads that only look at what a file is (is this folder a results tree?) and take
+    nothing from it: not the command's inputs, so a file looked at may still be one of its
+    outputs (an export rewritten in place)."""
+    global _PROBING
+    previous, _PROBING = _PROBING, True
+    try:
+        yield
+    finally:
+        _PROBING = previous
+
+
 def note_read(info: os.stat_result, path: str) -> None:
     """A file this command is about to read: refused if it is one of the command's outputs."""
     files = _FILES
-    if files is None:
+    if files is None or _PROBING:
         return
     key = (info.st_dev, info.st_ino)
     output = files.protected.get(key)

@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
+from .budget import MAX_USD, USD_RULE
 from .errors import AfbenchError, Problem
 from .fsutil import parse_json_bytes
 from .kinds import COST_LEDGER, TRIAL_RECEIPT
@@ -52,7 +53,6 @@ NOTE = (
 )
 WHAT = "cost ledger"
 EVENTS = ("start", "finish", "released", "interrupted", "refused")
-MAX_USD = 1.0e12
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
@@ -84,11 +84,11 @@ FIELD_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
     "pid": (_count(1), "a process id (a whole number >= 1)"),
     "slurm_job_id": (lambda v: v is None or _text(v), "a SLURM job id or null"),
     "at": (_text, "a time stamp"),
-    "worst_case_usd": (_usd, "USD, a finite number from 0 to 1e12"),
-    "cost_usd": (_usd, "USD, a finite number from 0 to 1e12"),
-    "cap_usd": (_usd, "USD, a finite number from 0 to 1e12"),
-    "overshoot_usd": (_usd, "USD, a finite number from 0 to 1e12"),
-    "held_usd": (_usd, "USD, a finite number from 0 to 1e12"),
+    "worst_case_usd": (_usd, USD_RULE),
+    "cost_usd": (_usd, USD_RULE),
+    "cap_usd": (_usd, USD_RULE),
+    "overshoot_usd": (_usd, USD_RULE),
+    "held_usd": (_usd, USD_RULE),
     "running_cost_usd": (lambda v: v is None or _usd(v), "USD or null"),
     "cost_reported": (lambda v: isinstance(v, bool), "true or false"),
     "trials": (_count(0), "a whole number >= 0"),

@@ -21,7 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from . import fsutil, harbor
-from .budget import budget_audit
+from .budget import MAX_USD, USD_RULE, budget_audit
 from .csvtable import paused_gc
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import canonical_digest, canonical_json, check_name, parse_json_bytes
@@ -741,6 +741,14 @@ def _cost(result: dict, file: str) -> float | None:
     if cost is not None and cost < 0:
         raise AfbenchError(
             "negative cost", file=file, field="agent_result.cost_usd", expected=">= 0", found=cost
+        )
+    if cost is not None and cost > MAX_USD:
+        raise AfbenchError(
+            "cost out of range",
+            file=file,
+            field="agent_result.cost_usd",
+            expected=USD_RULE,
+            found=cost,
         )
     return cost
 

@@ -213,6 +213,20 @@ def _stop_signals():
                 signal.signal(number, handler)
 
 
+def _tell(text: str) -> None:
+    """One line on standard error, if it is open: with it closed from the start (2>&-,
+    sys.stderr is None, and print would write to standard output instead) or closed since
+    (EBADF, EPIPE), the line is lost but the exit status still says how the command ended."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass
+
+
 def _shown(paths: list[str]) -> str:
     text = ", ".join(paths[:5]) + (f" and {len(paths) - 5} more" if len(paths) > 5 else "")
     return printable(text, 2000)
@@ -248,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
             return done.code if isinstance(done.code, int) else 2
         except KeyboardInterrupt as stop:
             signum = getattr(stop, "signum", signal.SIGINT)
-            print(_interrupted_message(signum), file=sys.stderr)
+            _tell(_interrupted_message(signum))
             return 128 + signum
         from ..fsutil import command_files
 
@@ -257,24 +271,23 @@ def main(argv: list[str] | None = None) -> int:
         with command_files():
             try:
                 for line in args.handler(args) or []:
-                    print(printable(f"afbench: warning: {line}", 4000), file=sys.stderr)
+                    _tell(printable(f"afbench: warning: {line}", 4000))
             except AfbenchError as exc:
-                print(f"afbench: error: {exc}{_written_before()}", file=sys.stderr)
+                _tell(f"afbench: error: {exc}{_written_before()}")
                 return 2
             except NotHeld as failed:
-                print(printable(f"afbench: {failed}", 4000), file=sys.stderr)
+                _tell(printable(f"afbench: {failed}", 4000))
                 return 1
             except OSError as exc:
                 where = f"{exc.filename}: " if exc.filename else ""
-                print(
+                _tell(
                     printable(f"afbench: error: {where}{exc.strerror or exc}", 4000)
-                    + _written_before(),
-                    file=sys.stderr,
+                    + _written_before()
                 )
                 return 2
             except KeyboardInterrupt as stop:
                 signum = getattr(stop, "signum", signal.SIGINT)
-                print(printable(_interrupted_message(signum), 4000), file=sys.stderr)
+                _tell(printable(_interrupted_message(signum), 4000))
                 return 128 + signum
     return 0
 

@@ -26,11 +26,12 @@ def listener(quiet: bool) -> Callable[[object, list[str]], None]:
     what it has done so far), or nothing with `quiet`."""
 
     def tell(about: object, paths: list[str]) -> None:
-        if quiet:
+        stream = sys.stderr  # None when the command started with it closed (2>&-)
+        if quiet or stream is None:
             return
         try:
-            sys.stderr.write(printable(line(about, paths), MAX_LINE) + "\n")
-            sys.stderr.flush()
+            stream.write(printable(line(about, paths), MAX_LINE) + "\n")
+            stream.flush()
         except (OSError, ValueError):  # standard error closed: the outputs are written anyway
             pass
 
