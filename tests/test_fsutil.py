@@ -49,6 +49,7 @@ from conftest import (
     one_line,
     run_all,
     snakemake_env,
+    stalled_afbench,
 )
 
 
@@ -555,27 +556,6 @@ def _two_runs(tmp_path: Path) -> tuple[dict[str, list[str]], dict[str, dict[str,
     return argvs, alone
 
 
-# afbench on a stalling file system (a loaded NFS server): after its first output is renamed
-# into place, the next rename waits until the file RELEASE exists (at most 5 s); the file
-# RENAMED says that it has begun
-STALLED_WRITER = """
-import os, sys, time
-from pathlib import Path
-renamed, release = Path(os.environ["RENAMED"]), Path(os.environ["RELEASE"])
-rename = os.replace
-def stalled_replace(*args, **kwargs):
-    rename(*args, **kwargs)
-    if not renamed.exists():
-        renamed.touch()
-        until = time.monotonic() + 5
-        while not release.exists() and time.monotonic() < until:
-            time.sleep(0.02)
-os.replace = stalled_replace
-from afbench.cli import main
-sys.exit(main(sys.argv[1:]))
-"""
-
-
 def _run(argv: list[str], **kwargs) -> subprocess.Popen:
     return subprocess.Popen(
         argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, **kwargs
@@ -603,13 +583,7 @@ def test_two_imports_into_one_folder_at_once_leave_one_whole_run(tmp_path):
         for process in both:
             _finished(process)
         assert _folder_bytes(out) in (alone["a"], alone["b"]), f"round {round_}: a mix"
-        renamed, release = signals / f"renamed-{round_}", signals / f"release-{round_}"
-        env = {**os.environ, "RENAMED": str(renamed), "RELEASE": str(release)}
-        first = _run([sys.executable, "-c", STALLED_WRITER, *a], env=env)
-        until = time.monotonic() + 60
-        while not renamed.exists() and first.poll() is None and time.monotonic() < until:
-            time.sleep(0.02)
-        assert renamed.exists(), first.communicate()[1]
+        first, release = stalled_afbench(a, signals / str(round_), after_first_rename=True)
         second = _run([AFBENCH, *b])
         with contextlib.suppress(subprocess.TimeoutExpired):
             second.wait(timeout=3)  # it waits for the first (without the lock it is done)
