@@ -159,7 +159,8 @@ def words(argv: list[str]) -> list[str]:
 
 
 def guarded(run):
-    """A command's body, run with its declared files checked and kept apart (fsutil), each
+    """A command's body, run with its declared files checked and kept apart (fsutil), its
+    outputs' locks held (locking.writing: two commands writing one output take turns), each
     unit it writes named in one line on standard error (cli.say), and progress bars on a
     terminal; neither with --quiet."""
 
@@ -177,7 +178,12 @@ def guarded(run):
         try:
             with (
                 command_files(inputs, outputs, trees, folders, listener(quiet)),
-                writing(_written_whole(outputs, folders), on_wait=None if quiet else _waiting),
+                writing(
+                    []
+                    if getattr(run, "takes_its_own_turn", False)
+                    else _written_whole(outputs, folders),
+                    on_wait=None if quiet else _waiting,
+                ),
             ):
                 return run(args)
         finally:
