@@ -39,6 +39,7 @@ from .fsutil import (
     SPREADSHEET_GUARD,
     csv_text_value,
     parse_json_bytes,
+    peeking,
     read_file_once,
     read_head,
     spreadsheet_safe,
@@ -1042,7 +1043,8 @@ def _holds_manifest(folder: str) -> bool:
         if not _regular(Path(path)):
             continue
         try:
-            found = _sniff(Path(path))
+            with peeking():  # an earlier export's records here are replaced, not read
+                found = _sniff(Path(path))
         except AfbenchError:
             continue
         if found is not None and found.kind == ARTIFACT_MANIFEST.name:

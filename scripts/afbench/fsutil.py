@@ -338,10 +338,25 @@ def command_files(
             previous.written.extend(files.written)
 
 
+_PEEKING = False
+
+
+@contextlib.contextmanager
+def peeking():
+    """Reads that only look at what is at an output (whether an output folder lies in a
+    results tree) rather than take input: not noted, so the output may still replace them."""
+    global _PEEKING
+    previous, _PEEKING = _PEEKING, True
+    try:
+        yield
+    finally:
+        _PEEKING = previous
+
+
 def note_read(info: os.stat_result, path: str) -> None:
     """A file this command is about to read: refused if it is one of the command's outputs."""
     files = _FILES
-    if files is None:
+    if files is None or _PEEKING:
         return
     key = (info.st_dev, info.st_ino)
     output = files.protected.get(key)
