@@ -946,6 +946,59 @@ def holder_process(lock: Path, release: Path) -> subprocess.Popen:
     )
 
 
+# afbench on a stalling file system (a loaded NFS server): one rename, the first or the second,
+# waits until the file RELEASE exists (at most 5 s); the file STALLED says that it waits
+STALLED = """
+import os, sys, time
+from pathlib import Path
+stalled, release = Path(os.environ["STALLED"]), Path(os.environ["RELEASE"])
+before = os.environ["STALL"] == "before"
+rename = os.replace
+def stall():
+    stalled.touch()
+    until = time.monotonic() + 5
+    while not release.exists() and time.monotonic() < until:
+        time.sleep(0.02)
+def stalled_replace(*args, **kwargs):
+    first = not stalled.exists()
+    if first and before:
+        stall()
+    rename(*args, **kwargs)
+    if first and not before:
+        stall()
+os.replace = stalled_replace
+from afbench.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def stalled_afbench(
+    argv: list, signals: Path, *, after_first_rename: bool
+) -> tuple[subprocess.Popen, Path]:
+    """`afbench ARGV` in a process of its own, stalled before its first rename or after it
+    until the returned file is created; returns once it stalls."""
+    signals.mkdir(parents=True, exist_ok=True)
+    stalled, release = signals / "stalled", signals / "release"
+    env = {
+        **os.environ,
+        "STALLED": str(stalled),
+        "RELEASE": str(release),
+        "STALL": "after" if after_first_rename else "before",
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-c", STALLED, *map(str, argv)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    until = time.monotonic() + 60
+    while not stalled.exists() and process.poll() is None and time.monotonic() < until:
+        time.sleep(0.02)
+    assert stalled.exists(), process.communicate()[1]
+    return process, release
+
+
 def attempt(checksum: str | None, **verifier) -> dict:
     return {
         "task_id": TASK,

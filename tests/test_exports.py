@@ -4,11 +4,14 @@ its own schema, a withheld rate refused, no errored trial written as an instance
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import shutil
 import signal
+import subprocess
+import sys
 from base64 import urlsafe_b64encode
 from pathlib import Path
 
@@ -27,8 +30,11 @@ from conftest import (
     job,
     one_line,
     revision_dir,
+    stalled_afbench,
     verdict,
 )
+
+AFBENCH = str(Path(sys.executable).with_name("afbench"))
 
 GOLDEN = REPO / "tests" / "fixtures" / "exports"
 # EEE 0.3.0's wheel (every_eval_ever-0.3.0-py3-none-any.whl) lists its files in RECORD:
@@ -237,6 +243,44 @@ def test_eee_records_validate_against_the_0_3_0_schema(demo, tmp_path, monkeypat
     # the same folder and timestamp give the same bytes
     again = export(root, tmp_path / "again", "--format", "eee", "--run", "verdicts-decided")
     assert [p.read_bytes() for p in again] == [p.read_bytes() for p in files]
+
+
+def test_two_eee_exports_into_one_folder_at_once_leave_one_whole_set(demo, tmp_path):
+    """Issue #41: `export --format eee` twice into one --output-dir at once left records of
+    both. The first is stalled after its first rename while the second runs: the second waits
+    for it, and the folder holds the second's whole set, byte for byte."""
+    alone = {}
+    for stamp in ("1790000000", "1790000001"):
+        files = export(demo, tmp_path / stamp, "--format", "eee", "--retrieved-at", stamp)
+        alone[stamp] = {p.name: p.read_bytes() for p in files}
+    assert len(alone["1790000000"]) > 1
+    assert all(alone["1790000000"][n] != alone["1790000001"].get(n) for n in alone["1790000000"])
+    out = tmp_path / "shared"
+    argv = ["export", "--root", demo, "--output-dir", out, "--format", "eee", "--retrieved-at"]
+    first, release = stalled_afbench(
+        [*argv, "1790000000"], tmp_path / "signals", after_first_rename=True
+    )
+    second = subprocess.Popen(
+        [AFBENCH, *map(str, argv), "1790000001"], stderr=subprocess.PIPE, text=True
+    )
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+    release.touch()
+    assert first.wait(timeout=120) == 0, first.communicate()[1]
+    assert second.wait(timeout=120) == 0, second.communicate()[1]
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == alone["1790000001"]
+
+
+def test_an_export_replaces_an_earlier_exports_records(demo, tmp_path):
+    """Whether the output folder lies in a results tree is a look at its files, not a read of
+    an input: an earlier export's records there were refused as "the same file as the input"."""
+    out = tmp_path / "eee"
+    export(demo, out, "--format", "eee", "--retrieved-at", "1790000000")
+    files = export(demo, out, "--format", "eee", "--retrieved-at", "1790000001")
+    assert {p.name: p.read_bytes() for p in files} == {
+        p.name: p.read_bytes()
+        for p in export(demo, tmp_path / "alone", "--format", "eee", "--retrieved-at", "1790000001")
+    }
 
 
 def test_a_withheld_rate_is_refused_and_nothing_is_written(demo, tmp_path):

@@ -4,11 +4,13 @@ under any signal, no temporary file left or taken from another writer."""
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -21,7 +23,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from afbench import fsutil
+from afbench import fsutil, locking
 from afbench.errors import AfbenchError
 from afbench.fsutil import (
     atomic_write_bytes,
@@ -40,11 +42,14 @@ from conftest import (
     EXAMPLES_100,
     FIXTURES,
     _import_harbor_job,
+    _selection_for,
     cli,
+    holder_process,
     one_clean_message,
     one_line,
     run_all,
     snakemake_env,
+    stalled_afbench,
 )
 
 
@@ -520,3 +525,108 @@ def test_spreadsheet_formulas_are_neutralised_in_csv_not_json(fetched_config):
     assert rows[0]["display_name"] == '\'=HYPERLINK("http://x")'
     summary = json.loads((out / "summary.json").read_text())
     assert summary["leaderboard"][0]["display_name"] == '=HYPERLINK("http://x")'
+
+
+# --- two commands writing one output folder: one after the other, never a mix ----------------
+def _import_argv(selection: Path, name: str, jobs: list[Path], out: Path) -> list[str]:
+    return [
+        *[AFBENCH, "import-run", "--selection", str(selection), "--name", name],
+        *["--kind", "harbor", *[arg for job in jobs for arg in ("--path", str(job))]],
+        *["--output-dir", str(out)],
+    ]
+
+
+def _folder_bytes(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def _two_runs(tmp_path: Path) -> tuple[dict[str, list[str]], dict[str, dict[str, bytes]]]:
+    """Two imports of the same work (the four Harbor jobs, copied twice) that differ in every
+    file (the run's name, the trials' folders), and each one's bytes written alone."""
+    jobs = sorted(FIXTURES.iterdir())
+    tasks = sorted({t.name.split("__")[0] for j in jobs for t in j.iterdir() if t.is_dir()})
+    selection = _selection_for(tmp_path, tasks)
+    argvs, alone = {}, {}
+    for name in ("a", "b"):
+        copied = [shutil.copytree(job, tmp_path / f"jobs-{name}" / job.name) for job in jobs]
+        argvs[name] = _import_argv(selection, name, copied, tmp_path / "alone" / name)
+        subprocess.run(argvs[name], check=True, capture_output=True)
+        alone[name] = _folder_bytes(tmp_path / "alone" / name)
+    assert all(alone["a"][f] != alone["b"][f] for f in alone["a"])
+    return argvs, alone
+
+
+def _run(argv: list[str], **kwargs) -> subprocess.Popen:
+    return subprocess.Popen(
+        argv, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, **kwargs
+    )
+
+
+def _finished(process: subprocess.Popen) -> None:
+    err = process.communicate(timeout=120)[1]
+    assert process.returncode == 0 and "Traceback" not in err, err
+
+
+def test_two_imports_into_one_folder_at_once_leave_one_whole_run(tmp_path):
+    """Issue #41: two `import-run`s writing one --output-dir at once left some files of each
+    (2 rounds of 6), both exiting 0. Now the second waits for the first: the folder holds one
+    run's whole set, byte for byte, and no lock file is left beside it or in it. Each round
+    once as afbench is, and once with the first stalled between two renames while the second
+    runs (without the lock the second's files land between the first's)."""
+    argvs, alone = _two_runs(tmp_path)
+    out = tmp_path / "shared"
+    a, b = ([*argv[1:-1], str(out)] for argv in (argvs["a"], argvs["b"]))
+    signals = tmp_path / "signals"
+    signals.mkdir()
+    for round_ in range(3):
+        both = [_run([AFBENCH, *a]), _run([AFBENCH, *b])]
+        for process in both:
+            _finished(process)
+        assert _folder_bytes(out) in (alone["a"], alone["b"]), f"round {round_}: a mix"
+        first, release = stalled_afbench(a, signals / str(round_), after_first_rename=True)
+        second = _run([AFBENCH, *b])
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+        release.touch()
+        _finished(first)
+        _finished(second)
+        assert _folder_bytes(out) == alone["b"], f"stalled round {round_}: a mix"
+        beside = sorted(p.name for p in tmp_path.iterdir())
+        assert beside == ["alone", "jobs-a", "jobs-b", "selection.json", "shared", "signals"]
+
+
+def test_a_command_waits_a_bounded_time_for_a_live_writer_then_refuses_naming_it(
+    tmp_path, monkeypatch
+):
+    argvs, _ = _two_runs(tmp_path)
+    out = tmp_path / "shared"
+    lock = locking.output_lock_path(out)
+    holder = holder_process(lock, tmp_path / "release")
+    try:
+        assert holder.stdout.readline().split() == ["held", str(holder.pid)]
+        monkeypatch.setattr(locking, "OUTPUT_WAIT_S", 0.3)
+        code, err = cli(*argvs["b"][1:-1], out)
+        line = one_line(err)
+        assert code == 2 and str(out) in line and f"pid {holder.pid} on " in line, line
+        assert "another process is writing this output" in line and not out.exists()
+    finally:
+        (tmp_path / "release").touch()
+        holder.wait(timeout=10)
+
+
+def test_a_lock_left_by_a_killed_writer_blocks_nobody(tmp_path):
+    """A writer SIGKILLed while it holds the folder's lock leaves the lock file behind: the
+    kernel let its lock go, so the next command takes it at once, and removes it when done."""
+    argvs, alone = _two_runs(tmp_path)
+    out = tmp_path / "shared"
+    lock = locking.output_lock_path(out)
+    holder = holder_process(lock, tmp_path / "never")
+    assert holder.stdout.readline().split() == ["held", str(holder.pid)]
+    os.kill(holder.pid, signal.SIGKILL)
+    holder.wait(timeout=10)
+    assert lock.exists()
+    started = time.monotonic()
+    code, err = cli(*argvs["b"][1:-1], out)
+    assert code == 0 and "waiting" not in err, err
+    assert time.monotonic() - started < 30
+    assert _folder_bytes(out) == alone["b"] and not lock.exists()

@@ -4,6 +4,7 @@ never replaced, and that both doors and `snakemake preregister` write the same b
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import json
 import shutil
@@ -23,7 +24,7 @@ from afbench.kinds import TRIAL_RECEIPT
 from afbench.kinds.execution import TRIAL
 from afbench.release import identity, license_of
 
-from conftest import REPO, declared, planned, snakemake
+from conftest import REPO, declared, planned, snakemake, stalled_afbench
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
 RELEASE_FILES = REPO / "resources" / "demo-release"
@@ -464,6 +465,36 @@ def test_both_doors_write_the_same_sealed_plan(config, selection, plan, tmp_path
     )
     assert again.returncode == 2 and "a seal is never replaced" in again.stderr
     assert (tmp_path / "seed.json").read_bytes() == json_bytes(plan)
+
+
+def test_two_preregisters_at_once_never_replace_a_seal(selection, plan, tmp_path):
+    """Two seals of one --output at once: the first stalled just before it renames its plan
+    into place while the second (another alpha) runs. Without the output's lock both found no
+    plan, both exited 0, and the first replaced the second's seal; now the second waits, then
+    finds the first's seal and is refused in one line, the seal kept."""
+    path = tmp_path / "selection.json"
+    path.write_bytes(json_bytes(selection))
+    other = tmp_path / "alpha.yaml"
+    other.write_text("preregister: {alpha: 0.1}\n")
+    argv = [
+        *["preregister", "--config", REPO / "config/demo.yaml", "--config", COMPARE],
+        *["--selection", path, "--output", tmp_path / "plan.json"],
+    ]
+    first, release = stalled_afbench(argv, tmp_path / "signals", after_first_rename=False)
+    second = subprocess.Popen(
+        [AFBENCH, *map(str, argv), "--config", str(other)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+    release.touch()
+    assert first.wait(timeout=120) == 0, first.communicate()[1]
+    err = second.communicate(timeout=120)[1]
+    assert second.returncode == 2 and len(err.splitlines()) == 1, err
+    assert "a seal is never replaced" in err
+    assert (tmp_path / "plan.json").read_bytes() == json_bytes(plan)
 
 
 @pytest.mark.snakemake

@@ -23,9 +23,10 @@ import socket
 import stat
 import subprocess
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from .errors import AfbenchError
@@ -182,22 +183,48 @@ def held(
     *,
     on_wait: Callable[[dict | None], None] | None = None,
     poll_s: float = 2.0,
+    wait_s: float | None = None,
+    busy: Callable[[dict | None], AfbenchError] | None = None,
+    remove: bool = False,
 ) -> Iterator[dict]:
     """Hold the lock at `path` (created if absent), waiting while another process holds it;
     `on_wait(holder)` is called once, with what the holder wrote (or None), when it must wait.
-    Yields this holder's record, which is also written into the file."""
+    With `wait_s`, waiting ends after that many seconds in `busy(holder)`, raised. With
+    `remove`, the lock file is removed as the lock is let go (one left by a killed holder is
+    simply taken). Yields this holder's record, which is also written into the file."""
     key = os.path.abspath(path)
     if key in _HELD:
         raise AfbenchError("this process already holds the lock", file=str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = open_regular(path, os.O_RDWR | os.O_CREAT, "lock file")
+    deadline = None if wait_s is None else time.monotonic() + wait_s
+    waited = False
+    while True:
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT, "lock file")
+        try:
+            while not _try_lock(fd):
+                if not waited and on_wait is not None:
+                    on_wait(_read_holder(fd))
+                waited = True
+                if deadline is not None and time.monotonic() >= deadline:
+                    who = _read_holder(fd)
+                    if busy is not None:
+                        raise busy(who)
+                    raise AfbenchError(
+                        f"waited {wait_s:g} s for the lock; another process holds it",
+                        file=str(path),
+                        expected="a free lock",
+                        found=describe(who),
+                    )
+                time.sleep(poll_s)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _still_at(fd, path):
+            break
+        # its holder removed the file while this process waited on it: the lock is the new
+        # file's now, if any
+        os.close(fd)
     try:
-        waited = False
-        while not _try_lock(fd):
-            if not waited and on_wait is not None:
-                on_wait(_read_holder(fd))
-            waited = True
-            time.sleep(poll_s)
         me = whoami()
         os.ftruncate(fd, 0)
         os.pwrite(fd, json.dumps(me).encode(), 0)
@@ -207,8 +234,33 @@ def held(
             yield me
         finally:
             del _HELD[key]
+            if remove:
+                with suppress(OSError):
+                    os.unlink(path)  # before the lock goes: a waiter then finds it gone
     finally:
         os.close(fd)  # drops the lock
+
+
+def _still_at(fd: int, path: Path) -> bool:
+    """Whether the locked file is still the one at `path` (a removed lock file is no lock)."""
+    try:
+        there = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fd)
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def describe(who: dict | None) -> str:
+    """A lock's holder in words: pid, host, SLURM job and since when, as far as it said."""
+    if not who or who.get("pid") is None:
+        return "a process that did not say who it is"
+    text = f"pid {who['pid']} on {who.get('host') or 'an unknown host'}"
+    if who.get("slurm_job_id"):
+        text += f", SLURM job {who['slurm_job_id']}"
+    if who.get("since"):
+        text += f", since {who['since']}"
+    return text
 
 
 def holder(path: Path) -> dict | None:
@@ -311,3 +363,63 @@ def _epoch(text: object) -> float | None:
         return datetime.fromisoformat(text).timestamp()
     except ValueError:
         return None
+
+
+# How long a command waits for another one writing the same output before it gives up: long
+# enough for the largest import or export (seconds), short enough to name a stuck writer.
+OUTPUT_WAIT_S = 300.0
+
+
+def output_lock_path(target: Path | str) -> Path:
+    """The lock of an output folder or file: a hidden file beside it (never inside a folder,
+    which holds only the command's own files), at the real path of its parent folder."""
+    absolute = os.path.abspath(target)
+    real = Path(os.path.realpath(os.path.dirname(absolute))) / os.path.basename(absolute)
+    if real.name == "":  # the file system's root: nothing is beside it
+        return real / ".afbench.writing.lock"
+    return real.parent / f".{real.name}.writing.lock"
+
+
+def _may_create(path: Path) -> bool:
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
+
+
+@contextmanager
+def writing(
+    targets: Iterable[Path | str], *, on_wait: Callable[[str, dict | None], None] | None
+) -> Iterator[None]:
+    """Hold the lock of each output folder and file in `targets` for the whole command, so
+    that two commands writing one output run one after the other and leave one run's whole
+    set of files, never a mix. Waits at most OUTPUT_WAIT_S for each, then refuses; taken in
+    one order (sorted paths), so two commands never wait on each other. A folder beside which
+    nothing can be created (a read-only parent) is written unlocked, as before."""
+    locks = {output_lock_path(target): str(target) for target in targets}
+    with ExitStack() as stack:
+        for lock in sorted(locks):
+            if not _may_create(lock):
+                continue
+            target = locks[lock]
+
+            def busy(who: dict | None, target: str = target) -> AfbenchError:
+                return AfbenchError(
+                    f"another process is writing this output; waited {OUTPUT_WAIT_S:g} s for "
+                    "it: run the command again when it is done",
+                    file=target,
+                    expected="no other process writing it",
+                    found=describe(who),
+                )
+
+            stack.enter_context(
+                held(
+                    lock,
+                    on_wait=None if on_wait is None else partial(on_wait, target),
+                    poll_s=0.05,
+                    wait_s=OUTPUT_WAIT_S,
+                    busy=busy,
+                    remove=True,
+                )
+            )
+        yield

@@ -159,7 +159,8 @@ def words(argv: list[str]) -> list[str]:
 
 
 def guarded(run):
-    """A command's body, run with its declared files checked and kept apart (fsutil), each
+    """A command's body, run with its declared files checked and kept apart (fsutil), its
+    outputs' locks held (locking.writing: two commands writing one output take turns), each
     unit it writes named in one line on standard error (cli.say), and progress bars on a
     terminal; neither with --quiet."""
 
@@ -167,6 +168,7 @@ def guarded(run):
     def handler(args: argparse.Namespace):
         from .. import progress
         from ..fsutil import command_files
+        from ..locking import writing
         from .say import listener
         from .types import declared_files
 
@@ -174,12 +176,37 @@ def guarded(run):
         inputs, outputs, trees, folders = declared_files(vars(args))
         shown = progress.show(not quiet)
         try:
-            with command_files(inputs, outputs, trees, folders, listener(quiet)):
+            with (
+                command_files(inputs, outputs, trees, folders, listener(quiet)),
+                writing(
+                    []
+                    if getattr(run, "takes_its_own_turn", False)
+                    else _written_whole(outputs, folders),
+                    on_wait=None if quiet else _waiting,
+                ),
+            ):
                 return run(args)
         finally:
             progress.show(shown)
 
     return handler
+
+
+def _written_whole(outputs: list, folders: list) -> list:
+    """What a command's lock covers: each output folder, and each output file outside them
+    (a folder's files are covered by the folder's lock)."""
+    inside = {str(folder.joinpath(name)) for folder in folders for name in folder.files}
+    return [*folders, *(path for path in outputs if str(path) not in inside)]
+
+
+def _waiting(target: str, who: dict | None) -> None:
+    """On a terminal, why nothing happens yet (elsewhere a refusal stays one line)."""
+    from ..locking import describe
+
+    if not sys.stderr.isatty():
+        return
+    line = f"afbench: waiting for {describe(who)}, which is writing {target}"
+    print(printable(line, 4000), file=sys.stderr)
 
 
 class Interrupted(KeyboardInterrupt):
