@@ -30,6 +30,7 @@ from afbench.stats import (
     mcnemar_sample_size,
 )
 
+import properties as prop
 from conftest import afbench
 
 
@@ -471,3 +472,20 @@ def test_power_over_two_models_uses_their_observed_discordance(
             "--root",
             demo_chain_rev,
         )
+
+
+def test_power_refuses_more_tasks_than_the_release_has(demo_chain_rev):
+    code, err = prop.cli(
+        "power",
+        *("--tasks", "100000", "--models", "demo-model-c", "demo-model-d"),
+        *("--root", demo_chain_rev),
+    )
+    assert code == 2 and "Traceback" not in err
+    assert "--tasks" in err and "at most 341 (the release's tasks)" in err and "100000" in err
+    # the release's own size is still planned
+    code, err = prop.cli(
+        "power",
+        *("--tasks", "341", "--models", "demo-model-c", "demo-model-d"),
+        *("--root", demo_chain_rev),
+    )
+    assert code == 0, err

@@ -422,6 +422,14 @@ def plan(
     McNemar test (tasks as the unit) from the `observed` discordance of two models or a
     baseline rate, and, from two models, for the sign-flip test over sources."""
     _check(difference, tasks, models, baseline_rate, alpha, power)
+    if tasks is not None and models is not None and tasks > models["tasks"]:
+        # a selection is drawn from the release: it can never hold more tasks than it has
+        raise AfbenchError(
+            "a selection cannot hold more tasks than the release it is drawn from",
+            field="--tasks",
+            expected=f"at most {models['tasks']} (the release's tasks)",
+            found=tasks,
+        )
     family = _family(configurations)
     level = alpha / family
     basis = {"discordance": models["discordance"]} if models else {"baseline": baseline_rate}
