@@ -30,6 +30,7 @@ from afbench.stats import (
     mcnemar_sample_size,
 )
 
+import properties as prop
 from conftest import afbench
 
 
@@ -471,3 +472,53 @@ def test_power_over_two_models_uses_their_observed_discordance(
             "--root",
             demo_chain_rev,
         )
+
+
+def test_power_refuses_more_tasks_than_the_release_has(demo_chain_rev):
+    code, err = prop.cli(
+        "power",
+        *("--tasks", "100000", "--models", "demo-model-c", "demo-model-d"),
+        *("--root", demo_chain_rev),
+    )
+    assert code == 2 and "Traceback" not in err
+    assert "--tasks" in err and "at most 341 (the release's tasks)" in err and "100000" in err
+    # the release's own size is still planned
+    code, err = prop.cli(
+        "power",
+        *("--tasks", "341", "--models", "demo-model-c", "demo-model-d"),
+        *("--root", demo_chain_rev),
+    )
+    assert code == 0, err
+
+
+@pytest.mark.parametrize(
+    ("sources", "configurations", "smallest", "decidable"),
+    [
+        (5, 2, 0.0625, False),
+        (6, 2, 0.03125, True),
+        (6, 3, 0.09375, False),
+        (24, 9, 36 / 2**23, True),
+    ],
+)
+def test_the_plan_says_when_the_sources_allow_no_decision(
+    sources, configurations, smallest, decidable
+):
+    plan = planner.plan(
+        difference=0.1,
+        tasks=None,
+        alpha=0.05,
+        power=0.8,
+        configurations=configurations,
+        models=models_like([14] * sources, 0.25, 0.0, 0.0),
+        draws=200,
+    )
+    flip = plan["sources_as_unit"]
+    assert flip["smallest_p_holm"] == pytest.approx(smallest) and flip["decidable"] is decidable
+    said = "no decision possible at alpha 0.05" in plan["line"]
+    assert said is not decidable
+    if decidable:
+        assert f"reaches p = {smallest:.4g} at best" in plan["line"]
+    else:
+        assert f"2/2^{sources}" in plan["line"] and "detects" not in plan["line"].split(";")[0]
+        # tasks as the unit still answers
+        assert "with the exact McNemar test with tasks as the unit at" in plan["line"]

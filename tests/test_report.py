@@ -693,3 +693,105 @@ def test_the_report_and_the_frames_carry_the_certificate(tmp_path):
     assert "Spent USD 12.50 of the ceiling USD 10.00" in ledger_html
     assert "Stopped at the ceiling: 1 trial(s) not started." in ledger_html
     assert "<j>" not in ledger_html and "&lt;j&gt;" in ledger_html and "<b>" not in ledger_html
+
+
+def _rows(data: bytes) -> tuple[list[str], list[list[str]]]:
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(data.decode())))
+    return rows[0], rows[1:]
+
+
+def small_release(sources: int, per_source: int) -> tuple[dict[str, bytes], dict]:
+    """The demo release cut down to its first `sources` sources and their first `per_source`
+    tasks (every model's rows with them), and the counts it declares."""
+    from afbench.fsutil import csv_bytes
+
+    files = demo.generate_release()
+    head, manifest = _rows(files["MANIFEST.csv"])
+    source, task, obligations = (head.index(c) for c in ("source_id", "task_id", "n_obligations"))
+    kept_sources = sorted({r[source] for r in manifest})[:sources]
+    kept = [
+        r
+        for r in manifest
+        if r[source] in kept_sources and int(r[task].rsplit("_t", 1)[1]) <= per_source
+    ]
+    ids = {r[task] for r in kept}
+    small = {**files, "MANIFEST.csv": csv_bytes(head, kept)}
+    source_head, source_rows = _rows(files["SOURCES.csv"])
+    n = source_head.index("n_tasks")
+    small["SOURCES.csv"] = csv_bytes(
+        source_head,
+        [
+            [*r[:n], str(sum(k[source] == r[0] for k in kept)), *r[n + 1 :]]
+            for r in source_rows
+            if r[0] in kept_sources
+        ],
+    )
+    for path, data in files.items():
+        if path.startswith("results/"):
+            result_head, results = _rows(data)
+            small[path] = csv_bytes(result_head, [r for r in results if r[0] in ids])
+    counts = {
+        "tasks": len(kept),
+        "sources": len(kept_sources),
+        "obligations": sum(int(r[obligations]) for r in kept),
+    }
+    return small, counts
+
+
+def _small_run(tmp_path, demo_yaml, sources: int, per_source: int) -> Path:
+    files, counts = small_release(sources, per_source)
+    base = copy.deepcopy(demo_yaml)
+    base["release"]["expected_counts"] = counts
+    mirror = write_tree(tmp_path / "mirror", files)
+    cfg = config_for(
+        files, "a" * 40, {"kind": "dir", "mirror": str(mirror)}, tmp_path / "results", base
+    )
+    return run_all(cfg)
+
+
+def test_a_release_of_one_task_reports_what_cannot_be_computed(tmp_path, demo_yaml, capsys):
+    rev = _small_run(tmp_path, demo_yaml, 1, 1)
+    assert "Traceback" not in capsys.readouterr().err
+    analysis = json.loads((rev / "report/analysis.json").read_text())
+    assert all(r["standard_error"] is None for r in analysis["leaderboard"])
+    pairs = analysis["paired"]["pairs"]
+    assert pairs and all(p["difference_low"] is None for p in pairs)
+    html = unescape((rev / "report/index.html").read_text())
+    assert "cannot be computed on 1 task" in html
+    assert "no decision possible at alpha 0.05" in html
+    # the workflow's render-figures job draws them too, with no traceback
+    imports = sorted((rev / "imports/source-present/budget-200").glob("demo-model-*.json"))
+    code, err = prop.cli(
+        "job",
+        "render-figures",
+        f"--summary={rev / 'imports/source-present/budget-200/summary.json'}",
+        *(f"--import={path}" for path in imports),
+        f"--catalog={rev / 'tasks/catalog.json'}",
+        f"--receipt={rev / 'release/receipt.json'}",
+        "--confidence=0.95",
+        *(
+            f"--figure={tmp_path / f'figures/{name}.svg'}"
+            for name in ("cost_success", "leaderboard", "paired", "per_source")
+        ),
+    )
+    assert code == 0 and "Traceback" not in err, err
+
+
+def test_few_sources_say_no_decision_is_possible_beside_the_tiers(
+    tmp_path, demo_yaml, demo_chain_analysis
+):
+    rev = _small_run(tmp_path, demo_yaml, 3, 5)
+    paired = json.loads((rev / "report/analysis.json").read_text())["paired"]
+    assert paired["sources"] == 3 and len(paired["pairs"]) == 36
+    assert paired["smallest_p_holm"] == 1.0 and paired["decidable"] is False
+    html = unescape((rev / "report/index.html").read_text())
+    assert "cannot go below p = 2/2^3 = 0.25" in html
+    assert "no decision possible at alpha 0.05" in html
+    # every model's source-aware tier cell says so, in place of the ★ and letters
+    assert html.count('<td class="t">no decision possible at alpha</td>') == 9
+    # 24 sources: Holm's first step over 36 pairs is far below alpha, and the tiers stand
+    shown = demo_chain_analysis["paired"]
+    assert shown["smallest_p_holm"] == 36 / 2**23 and shown["decidable"] is True

@@ -41,6 +41,7 @@ from afbench.stats import (
     proportional_allocation,
     seeded_sample,
     sign_flip_p,
+    sign_flip_smallest_p,
     standard_error,
     stratified_selection,
     success_bounds,
@@ -447,6 +448,22 @@ def test_sign_flip_p_by_hand():
     assert sign_flip_p([3, 1, 0, 0]) == 0.5
     with pytest.raises(ValueError, match="integers"):
         sign_flip_p([1.5])
+
+
+@given(st.integers(1, 7))
+def test_the_smallest_sign_flip_p_is_the_smallest_over_every_pattern_of_sums(sources):
+    smallest = min(
+        sign_flip_p(list(sums)) for sums in itertools.product((-1, 0, 1, 2), repeat=sources)
+    )
+    assert sign_flip_smallest_p(sources) == smallest == 2 / 2**sources
+
+
+def test_the_smallest_sign_flip_p_by_hand():
+    assert [sign_flip_smallest_p(g) for g in (3, 5, 6)] == [0.25, 0.0625, 0.03125]
+    # Holm's first step over 3 pairs of 3 models
+    assert sign_flip_smallest_p(6, comparisons=3) == 0.09375
+    assert sign_flip_smallest_p(1) == 1.0 and sign_flip_smallest_p(0) == 1.0
+    assert sign_flip_smallest_p(2, comparisons=10) == 1.0
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ from .stats import (
     paired_difference_from_counts,
     pareto_frontier,
     sign_flip_p,
+    sign_flip_smallest_p,
     standard_error,
     success_bounds,
     wilson_interval,
@@ -302,7 +303,9 @@ def leaderboard(
                 "success_rate": imp["success_rate"],
                 "wilson_low": low,
                 "wilson_high": high,
-                "standard_error": standard_error(imp["passes"], imp["tasks"]),
+                "standard_error": standard_error(imp["passes"], imp["tasks"])
+                if imp["tasks"] >= 2
+                else None,  # one task has no sample variance
                 "clustered": clustered,
                 **tier[imp["model"]],
                 "infrastructure_errors": imp["infrastructure_errors"]["count"],
@@ -450,7 +453,17 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
 
     for index, pair in enumerate(pairs):
         a, b = bits[pair["a"]], bits[pair["b"]]
-        difference = paired_difference_from_counts(pair["only_a"], pair["only_b"], n, confidence)
+        difference = (
+            paired_difference_from_counts(pair["only_a"], pair["only_b"], n, confidence)
+            if n >= 2
+            # one task: the difference is its own, with no spread to give it an error
+            else {
+                "difference": (pair["only_a"] - pair["only_b"]) / n,
+                "standard_error": None,
+                "low": None,
+                "high": None,
+            }
+        )
         pair.update({f"difference_{k}": v for k, v in difference.items()})
         pair["clustered"] = clustered(a, b)
         ways = {}
@@ -476,6 +489,7 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
         }
     shown = both_tiers(order, pairs)
     sources = sum(1 for size in tasks.sizes if size)
+    smallest = sign_flip_smallest_p(sources, len(pairs))
     return {
         "decisions": DECISIONS,
         "test": SIGN_FLIP_METHOD,
@@ -488,6 +502,8 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
         "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
         "infrastructure": f"{INFRASTRUCTURE_BOUNDS_METHOD}; {MARK_RULE.format(alpha=ALPHA)}",
         "tiers": TIER_METHOD,
+        "smallest_p_holm": smallest,
+        "decidable": bool(pairs) and smallest < ALPHA,
         "marked_pairs": sum(p["infrastructure"]["marked"] for p in pairs),
         "tier_changes": _changed_tiers(order, pairs, family, shown),
         "pairs": pairs,

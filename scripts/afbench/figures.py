@@ -456,7 +456,10 @@ def failures_figure(anatomy: dict) -> str:
     ax.set_yticks(at, names_shown)
     ax.set_xlabel("failed tasks")
     ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=7, frameon=False)
+    if classes:  # no failed task: nothing to tell apart
+        ax.legend(
+            loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=3, fontsize=7, frameon=False
+        )
     return _svg(fig)
 
 

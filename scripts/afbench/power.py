@@ -422,6 +422,14 @@ def plan(
     McNemar test (tasks as the unit) from the `observed` discordance of two models or a
     baseline rate, and, from two models, for the sign-flip test over sources."""
     _check(difference, tasks, models, baseline_rate, alpha, power)
+    if tasks is not None and models is not None and tasks > models["tasks"]:
+        # a selection is drawn from the release: it can never hold more tasks than it has
+        raise AfbenchError(
+            "a selection cannot hold more tasks than the release it is drawn from",
+            field="--tasks",
+            expected=f"at most {models['tasks']} (the release's tasks)",
+            found=tasks,
+        )
     family = _family(configurations)
     level = alpha / family
     basis = {"discordance": models["discordance"]} if models else {"baseline": baseline_rate}
@@ -444,6 +452,13 @@ def plan(
                 "power": None,
             }
         found = sources["power"]
+        smallest = stats.sign_flip_smallest_p(len(models["sources"]), family)
+        sources.update(
+            {
+                "smallest_p_holm": smallest,
+                "decidable": smallest < alpha,
+            }
+        )
         sources.update(
             {
                 "test": stats.SIGN_FLIP_METHOD,
@@ -521,6 +536,9 @@ def line(plan: dict) -> str:
     release = f"the release's {models['tasks']}" if models else None
     exact_test = "the exact McNemar test with tasks as the unit"
     parts = []
+    if sources is not None and not sources["decidable"]:
+        parts.append(_no_decision(plan))
+        sources = None  # what it would detect is moot: the line goes on with tasks as the unit
     if plan["question"] == "tasks":
         what = _detect(asked)
         if sources is not None and not sources["reachable"]:
@@ -565,7 +583,22 @@ def line(plan: dict) -> str:
             else f"{lead}{_detect(found)} or more with {exact_test}{tail} (exact power "
             f"{exact['power']:.3f})"
         )
+    if sources is not None:
+        parts.append(
+            f"the sign-flip test over {sources['sources']} sources reaches p = "
+            f"{sources['smallest_p_holm']:.4g} at best, Holm over the {plan['family']} pair(s)"
+        )
     return f"afbench power: {'; '.join(parts)}; {plan['assumption']}"
+
+
+def _no_decision(plan: dict) -> str:
+    sources = plan["sources_as_unit"]
+    return (
+        f"no decision possible at alpha {plan['alpha']:g} with the report's sign-flip test over "
+        f"these {sources['sources']} sources, whatever the tasks or the difference: its p cannot "
+        f"go below 2/2^{sources['sources']}, and Holm over the {plan['family']} pair(s) not "
+        f"below {sources['smallest_p_holm']:.4g}"
+    )
 
 
 def execute_line(tasks: int, alpha: float = 0.05, power: float = 0.8) -> str:

@@ -148,7 +148,8 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     conventions = methods["conventions"]
     parts.append('<h2 id="leaderboard">Leaderboard (reported results)</h2><div class="card">')
     parts.append(f"<figure>{figures['leaderboard']}</figure>")
-    parts.append(leaderboard_table(board, conf, conventions))
+    paired = analysis["paired"]
+    parts.append(leaderboard_table(board, conf, conventions, paired["decidable"]))
     parts.append(
         f'<p class="cite"><strong>{escape(methods["which_to_cite"])}</strong> '
         f"{escape(methods['few_sources'])}</p>"
@@ -157,6 +158,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
         f"independent SE)², the factor by which the sources' cohesion inflates the variance "
         f"({escape(methods['clustered_cr0'])}). Tiers (alpha {analysis['alpha']:g}): "
         f"{escape(methods['tiers'])}; ★ marks the models the data cannot tell from the leader. "
+        f"{escape(smallest_p_text(paired, analysis['alpha']))} "
         f"Infrastructure errors are kept as reported (unsolved) and counted; nothing is "
         f"dropped; the bounds column counts them as successes, and its interval is the union "
         f"of the clustered intervals of the two resolutions. Standard errors (analysis.json) "
@@ -166,7 +168,6 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     parts.append("</div>")
     parts.append(published_section(analysis["published"], board))
 
-    paired = analysis["paired"]
     parts.append('<h2 id="paired">Paired comparisons on the same tasks</h2><div class="card">')
     if paired["pairs"]:
         parts.append(f"<figure>{figures['paired']}</figure>")
@@ -396,13 +397,39 @@ def _clustered_cell(interval: dict, scale: str) -> Lines:
     return Lines((shown, "df —" if df is None else f"df {df:.1f}"))
 
 
+NO_DECISION = "no decision possible at alpha"
+UNCOMPUTABLE_ONE_TASK = "cannot be computed on 1 task"
+
+
+def smallest_p_text(paired: dict, alpha: float) -> str:
+    """The smallest Holm-adjusted p the sign-flip test can reach over these sources and pairs,
+    and, when it is not below alpha, that the ★ tier and the letters decide nothing."""
+    from .stats import sign_flip_smallest_p
+
+    smallest = paired["smallest_p_holm"]
+    sources, pairs = paired["sources"], len(paired["pairs"])
+    text = (
+        f"Over {sources} sources the sign-flip test cannot go below p = 2/2^{sources} = "
+        f"{sign_flip_smallest_p(sources):.4g}, and "
+        f"Holm over the {pairs} pair(s) not below {smallest:.4g}"
+    )
+    if paired["decidable"]:
+        return text + f" (below alpha {alpha:g}: a decision is possible)."
+    return (
+        text + f", at least alpha {alpha:g}: {NO_DECISION} {alpha:g}; no pair can be declared "
+        "different whatever the data, so the source-aware tier and letters are not shown."
+    )
+
+
 def _tier(letters: list[str], leader: bool) -> str:
     from .stats import letters_text
 
     return letters_text(letters) + (" ★" if leader else "")
 
 
-def leaderboard_table(board: list[dict], conf: float, conventions: dict) -> str:
+def leaderboard_table(
+    board: list[dict], conf: float, conventions: dict, decidable: bool = True
+) -> str:
     tasks = sorted({r["tasks"] for r in board})
     return _table(
         [
@@ -424,7 +451,7 @@ def leaderboard_table(board: list[dict], conf: float, conventions: dict) -> str:
         [
             [
                 r["display_name"],
-                _tier(r["letters"], r["leader_tier"]),
+                _tier(r["letters"], r["leader_tier"]) if decidable else NO_DECISION,
                 _tier(r["letters_tasks_as_unit"], r["leader_tier_tasks_as_unit"]),
                 r["passes"],
                 _pct(r["success_rate"]),
@@ -508,7 +535,9 @@ def pairs_table(pairs: list[dict], labels: dict[str, str], conventions: dict) ->
                 p["only_b"],
                 p["neither"],
                 f"{100 * p['difference_difference']:+.1f} pp",
-                _range(
+                UNCOMPUTABLE_ONE_TASK
+                if p["difference_low"] is None
+                else _range(
                     f"{100 * p['difference_low']:+.1f}", f"{100 * p['difference_high']:+.1f}", "…"
                 ),
                 _clustered_cell(p["clustered"], "pp"),

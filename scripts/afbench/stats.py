@@ -233,6 +233,16 @@ def sign_flip_p(sums: Sequence[int]) -> float:
     return min(1.0, count / (1 << (clusters - 1)))
 
 
+def sign_flip_smallest_p(sources: int, comparisons: int = 1) -> float:
+    """The smallest p the sign-flip test over `sources` non-empty sources can give, Holm-adjusted
+    over `comparisons`: every source's sum of one sign makes only it and its mirror as extreme,
+    2 of the 2^G patterns, and Holm's first step multiplies the smallest p by the family's size.
+    At or above alpha no pair can be declared different, whatever the data."""
+    if sources < 1:
+        return 1.0
+    return min(1.0, comparisons * 2.0 ** (1 - sources))
+
+
 def paired_difference_from_counts(
     only_a: int, only_b: int, n: int, confidence: float = 0.95
 ) -> dict:
