@@ -376,6 +376,46 @@ def test_a_run_as_planned_is_conformant_and_each_change_is_named(checkout, tmp_p
 
 
 # --- checksum-tasks ------------------------------------------------------------------------------
+def test_checksum_tasks_names_the_exporter_under_the_checkout_as_the_config_names_it(tmp_path):
+    """The checkout is read where this machine keeps it (--repository-dir, absolute), and the
+    record names the exporter as the config names the checkout: two folders, one record."""
+    from afbench.config import load_config
+    from afbench.kinds import SELECTION
+    from afbench.release import identity
+
+    release = identity(load_config([REPO / "config/demo.yaml"])["release"])
+    selection = tmp_path / "selection.json"
+    selection.write_text(
+        json.dumps(
+            declared(
+                SELECTION, name="one", task_ids=[TASK], selection_sha256="0" * 64, release=release
+            )
+        )
+    )
+    records = []
+    for place in ("here", "there"):
+        checkout = tmp_path / place / "demo-upstream"
+        demo.build_repository(REPO / "resources/demo-release", checkout)
+        output = tmp_path / place / "checksums.json"
+        done = subprocess.run(
+            [
+                str(Path(sys.executable).with_name("afbench")),
+                *["job", "checksum-tasks", f"--selection={selection}"],
+                f"--repository-dir={checkout}",
+                "--repository-name=results/demo-upstream",
+                f"--tasks-dir={tmp_path / place / 'exported'}",
+                f"--output={output}",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert done.returncode == 0, done.stderr
+        records.append(output.read_bytes())
+    assert json.loads(records[0])["exporter"] == "results/demo-upstream/harbor/export.py"
+    assert records[0] == records[1]
+
+
 def test_checksum_tasks_exports_to_the_folder_it_is_given_and_quiet_is_quiet(tmp_path):
     from afbench.config import load_config
     from afbench.kinds import SELECTION

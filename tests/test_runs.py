@@ -1198,3 +1198,42 @@ def test_any_verdict_is_classified_or_refused(index, value):
 @given(index=st.integers(0, 20), value=prop.json_values | st.just(float("nan")))
 def test_any_trial_result_is_classified_or_refused(index, value):
     prop.check_trial(index, value)
+
+
+def test_an_import_records_each_folder_as_the_config_names_it(tmp_path):
+    """A storage plugin hands the import its local copy of each folder (--path); the tables
+    record the folder as the config names it (--path-name), wherever the copy was."""
+    from conftest import _selection_for, job
+
+    staged = tmp_path / ".snakemake" / "storage" / "s3" / "bucket"
+    jobs = sorted(FIXTURES.iterdir())
+    for folder in jobs:
+        shutil.copytree(folder, staged / "runs" / folder.name)
+    verdicts = staged / "verdicts"
+    verdicts.mkdir()
+    (verdicts / "a.json").write_bytes(verdict(task_id="demo_s01_t001"))
+    tasks = sorted({t.name.split("__")[0] for j in jobs for t in j.iterdir() if t.is_dir()})
+    selection = _selection_for(tmp_path, [*tasks, "demo_s01_t001"])
+    for kind, folders in (("harbor", [f"runs/{j.name}" for j in jobs]), ("verdicts", ["verdicts"])):
+        out = tmp_path / kind
+        job(
+            *["import-run", f"--selection={selection}", f"--name={kind}", f"--kind={kind}"],
+            *[f"--path={staged / f}" for f in folders],
+            *[f"--path-name=resources/{f}" for f in folders],
+            "--budget-usd=100",
+            *[f"--{t}={out / f'{t}.csv'}" for t in ("outcomes", "attempts")],
+            f"--summary={out / 'summary.json'}",
+        )
+        written = "".join(p.read_text() for p in sorted(out.iterdir()))
+        assert str(staged) not in written and ".snakemake" not in written
+        for folder in folders:
+            assert f"resources/{folder}/" in written
+        with pytest.raises(AfbenchError, match="one per --path"):
+            job(
+                *["import-run", f"--selection={selection}", "--name=x", f"--kind={kind}"],
+                *[f"--path={staged / f}" for f in folders],
+                *[f"--path-name=resources/{f}" for f in [*folders, "one-too-many"]],
+                "--budget-usd=100",
+                *[f"--{t}={tmp_path / f'x-{t}.csv'}" for t in ("outcomes", "attempts")],
+                f"--summary={tmp_path / 'x.json'}",
+            )

@@ -735,14 +735,14 @@ def test_the_demo_pipeline_on_s3_gives_the_same_artifacts_as_on_disk(tmp_path, s
     assert sorted(ours) == sorted(theirs)
     rev = f"results/{demo_revision()}"
     assert f"{rev}/report/index.html" in ours and len(ours) > 60
-    # an artifact that records an input's absolute path (a plan's checkout, a local run's job
-    # folders, the exporter a checksum came from) names there Snakemake's local copy of it:
-    # the same bytes once that copy's prefix is taken away
+    # a plan's argv names the checkout where a trial reads it, Snakemake's local copy: the same
+    # bytes once that copy's prefix is taken away. Every other artifact names its inputs as the
+    # config names them (a local run's job folders, the exporter a checksum came from)
     staged = f".snakemake/storage/s3/{BUCKET}/{PREFIX}/".encode()  # relative to the project
     manifest = f"{rev}/artifacts.json"
     differ = sorted(path for path in ours if ours[path] != theirs[path])
     plans = [path for path in ours if "/plans/" in path]
-    assert plans and set(plans) <= set(differ) and manifest in differ
+    assert plans and differ == sorted([*plans, manifest])
     for path in differ:
         if path != manifest:
             assert theirs[path].replace(staged, b"") == ours[path], path
@@ -1144,3 +1144,32 @@ def test_a_job_imports_pandas_or_matplotlib_only_if_it_draws(tmp_path):
         "job render-figures": ["matplotlib", "numpy"],
         "job analyse-tasks": ["numpy"],  # the Rasch fit; no pandas, no matplotlib
     }
+
+
+@pytest.mark.snakemake
+def test_the_demo_built_in_two_folders_gives_the_same_artifacts(demo_project, tmp_path):
+    """Artifacts name their inputs as the config names them (relative to the working folder),
+    never by where this machine keeps them: built elsewhere, every artifact has the same bytes.
+    Plans are left out (their argv names real paths), and so are the logs and the manifest's
+    entries for plans."""
+    elsewhere = project(tmp_path / "elsewhere")
+    snakemake(elsewhere)
+
+    def artifacts(root: Path) -> dict[str, bytes]:
+        tree = root / "results" / demo_revision()
+        found = {
+            str(p.relative_to(tree)): p.read_bytes()
+            for p in sorted(tree.rglob("*"))
+            if p.is_file() and p.relative_to(tree).parts[0] not in ("plans", "logs")
+        }
+        manifest = json.loads(found.pop("artifacts.json"))
+        manifest["artifacts"] = [
+            a for a in manifest["artifacts"] if not a["path"].startswith("plans/")
+        ]
+        found["artifacts.json"] = json.dumps(manifest, sort_keys=True).encode()
+        return found
+
+    here, there = artifacts(demo_project), artifacts(elsewhere)
+    assert len(here) > 40 and sorted(here) == sorted(there)
+    differing = [name for name in here if here[name] != there[name]]
+    assert differing == [], differing

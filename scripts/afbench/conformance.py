@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import harbor
 from .errors import AfbenchError
@@ -400,11 +400,15 @@ def task_images(task_dir: Path) -> list[str]:
     return sorted(set(found))
 
 
-def exported_checksums(selection: dict, repository_dir: str, tasks_dir: str) -> dict:
+def exported_checksums(
+    selection: dict, repository_dir: str, tasks_dir: str, repository_name: str | None = None
+) -> dict:
     """Export each task of the selection with the release's exporter (its export, then its
     read-only check, as a plan runs them) and record Harbor's task checksum of the result and
-    the images it names. What the exporter prints is shown only when a step fails: a job's log
-    holds its summary line (a trial's log, where every step's line is the record, differs)."""
+    the images it names. `repository_name`: the checkout as the config names it, which the
+    record names the exporter under (not where this machine keeps it). What the exporter
+    prints is shown only when a step fails: a job's log holds its summary line (a trial's log,
+    where every step's line is the record, differs)."""
     from .execute import run_steps
     from .plan import EXPORTER, check_repository, export_steps, tasks_folder
 
@@ -423,7 +427,9 @@ def exported_checksums(selection: dict, repository_dir: str, tasks_dir: str) -> 
     return TASK_CHECKSUMS.record(
         release=release,
         selection={"name": selection["name"], "selection_sha256": selection["selection_sha256"]},
-        exporter=str(repo / EXPORTER),
+        exporter=str(PurePosixPath(repository_name) / EXPORTER)
+        if repository_name
+        else str(repo / EXPORTER),
         checksum="Harbor 0.22.0's task_checksum: dirhash 0.5.0, sha256, of the task folder",
         tasks=tasks,
     )

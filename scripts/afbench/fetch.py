@@ -7,7 +7,7 @@ import contextlib
 import socket
 import threading
 import time
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from .errors import AfbenchError
 from .fsutil import atomic_write_bytes, read_regular_file, say, sha256_bytes, sha256_file
@@ -377,12 +377,14 @@ class DirSource:
 
 def describe(source: dict, repository: str, revision: str, path: str) -> str:
     """Where a release file comes from, as its verified-file record names it (the source's
-    kind and location only: how it is downloaded is not part of what it is)."""
+    kind and location only: how it is downloaded is not part of what it is). A local checkout
+    or mirror is named as the config names it, never resolved: the same config built in two
+    folders, or from a storage plugin's local copy, records the same bytes."""
     if source["kind"] == "https":
         return f"{source['base_url'].rstrip('/')}/{repository}/{revision}/{path}"
     if source["kind"] == "git":
-        return f"git:{Path(source['checkout']).resolve()}@{revision}:{path}"
-    return str(Path(source["mirror"]).resolve() / path)
+        return f"git:{PurePosixPath(source['checkout'])}@{revision}:{path}"
+    return str(PurePosixPath(source["mirror"]) / path)
 
 
 def make_source(source: dict, repository: str, revision: str):

@@ -1160,9 +1160,11 @@ def _trial_folders(job_dir: str) -> list[str]:
     return names
 
 
-def read_harbor_job(job_dir: Path) -> list[dict]:
+def read_harbor_job(job_dir: Path, named: str | None = None) -> list[dict]:
     """Every trial of one Harbor job directory (0.22.0 to 0.26.0), with its outcome, its
-    configuration, its retries and the job's own facts (`job`: _job).
+    configuration, its retries and the job's own facts (`job`: _job). `named`: the folder as
+    the config names it, which the attempts record in place of `job_dir` (where this machine,
+    or a storage plugin, keeps its copy); refusals still name `job_dir`, the files read.
 
     A symbolic link, FIFO, socket or device in the job directory, and a result.json that is not
     a regular file, are refused; a trial folder without result.json, or with Harbor's own empty
@@ -1185,7 +1187,7 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
         ) from None
     if not stat.S_ISDIR(info.st_mode):
         raise AfbenchError("not a Harbor job directory (not a folder)", file=job_dir)
-    job = _job(job_dir)
+    job = {**_job(job_dir), "named": named}
     names = _trial_folders(job_dir)
     # the loop makes no reference cycles, yet the collector would walk every attempt and parsed
     # trial again and again as they pile up (about 7% of an import of 100,000 trials)
@@ -1195,9 +1197,19 @@ def read_harbor_job(job_dir: Path) -> list[dict]:
     ):
         attempts = _read_trials(job, job_dir, names, bar)
     _check_attempt_counts(job, attempts)
+    if named is not None:
+        _record_as(attempts, job_dir, named)
+        job["facts"]["job_dir"] = named
     # no trial twice in one job: each is named after its folder (one name per folder) and no
     # trial id is read twice (_read_trials); across jobs, summarize_run's check_unique_trials
     return attempts
+
+
+def _record_as(attempts: list[dict], folder: str, named: str) -> None:
+    """Each attempt's trial_dir under `named` instead of `folder`, the trial's own name kept."""
+    read_under, shown_under = (os.path.join(f, "") for f in (folder, named))
+    for attempt in attempts:
+        attempt["trial_dir"] = shown_under + attempt["trial_dir"].removeprefix(read_under)
 
 
 def _trial_retries(job: dict, trial_name: str) -> tuple[int | None, list[str]]:
@@ -1226,7 +1238,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
     table = job["policy_table"]
     fallback_job_id = job["job_id"]
     if fallback_job_id is None:
-        fallback_job_id = f"job at {os.path.realpath(job_dir)}"
+        fallback_job_id = f"job at {job['named'] or os.path.realpath(job_dir)}"
     read = fsutil.read_file_once
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
@@ -1457,7 +1469,7 @@ def check_unique_trials(attempts: list[dict]) -> None:
     raise_if(problems)
 
 
-def read_verdict_dir(folder: Path) -> list[dict]:
+def read_verdict_dir(folder: Path, named: str | None = None) -> list[dict]:
     """Every `*.json` verdict in a folder (regular files only, read with a size cap and never
     blocking); one configuration per verifier name and version."""
     folder = Path(_utf8_path(str(folder)))
@@ -1499,6 +1511,8 @@ def read_verdict_dir(folder: Path) -> list[dict]:
             }
         )
     check_unique_trials(attempts)
+    if named is not None:
+        _record_as(attempts, str(folder), named)
     return attempts
 
 

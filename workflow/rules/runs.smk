@@ -18,8 +18,10 @@ rule checksum_tasks:
         repository=lambda w, input: option(
             "repository-dir", absolute(input.checkout if DEMO else CHECKOUT)
         ),
+        repository_name=option("repository-name", CHECKOUT),
     shell:
         "afbench job checksum-tasks --selection={input.selection:q} {params.repository} "
+        "{params.repository_name} "
         "--output={output:q} 2> {log:q}"
 
 
@@ -42,10 +44,13 @@ rule import_run:
         kind=setting("kind", "runs/{name}/kind"),
         budget_usd=setting("budget-usd", "runs/{name}/budget_usd"),
         paths=lambda w, input: options("path", input.paths),
+        # what the tables record: the folders as the config names them, not a storage
+        # plugin's local copy that {input} names
+        path_names=lambda w: options("path-name", config["runs"][w.name]["paths"]),
         checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
         "afbench job import-run --selection={input.selection:q} {params.name} {params.kind} "
-        "{params.paths} {params.budget_usd} {params.checksums} --summary={output.summary:q} "
+        "{params.paths} {params.path_names} {params.budget_usd} {params.checksums} --summary={output.summary:q} "
         "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
 
 

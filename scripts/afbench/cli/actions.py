@@ -83,6 +83,7 @@ def import_run(
     *,
     analysis_plan: tuple[dict, list[dict]] | None = None,
     reused: list[dict] | tuple = (),
+    names: list[str] | None = None,
 ) -> None:
     """A local run (Harbor job folders or verdict folders) over its selection: summary (with
     each configuration's protocol-conformance certificate), outcomes and attempts, written
@@ -90,7 +91,8 @@ def import_run(
     output for the selection's tasks (conformance.exported_checksums), which a Harbor run's
     task checksums are compared with. `analysis_plan`: a sealed plan and the run's receipts,
     checked against each other (conformance.plan_conformance); `reused`: the receipts of an
-    upgrade's results carried over from the previous release (named in the summary)."""
+    upgrade's results carried over from the previous release (named in the summary). `names`:
+    each folder as the config names it, which the tables record (not where it was read)."""
     from ..conformance import certify_run
     from ..csvtable import paused_gc
     from ..fsutil import check_name
@@ -110,8 +112,20 @@ def import_run(
         if not folders:
             raise AfbenchError("nothing to import: no job or verdict folder given", field="--path")
         budget = selection["release"]["nominal_budget_usd"] if budget_usd is None else budget_usd
+        if names is not None and len(names) != len(folders):
+            raise AfbenchError(
+                "each folder needs its name as the config names it",
+                field="--path-name",
+                expected=f"{len(folders)} (one per --path)",
+                found=len(names),
+            )
         reader = read_harbor_job if kind == "harbor" else read_verdict_dir
-        attempts = [a for folder in folders for a in reader(Path(folder))]
+        named = names if names is not None else [None] * len(folders)
+        attempts = [
+            a
+            for folder, name in zip(folders, named, strict=True)
+            for a in reader(Path(folder), name)
+        ]
         summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
         exported = kinds.TASK_CHECKSUMS.read(task_checksums) if task_checksums else None
         summary = certify_run(summary, attempts, kind, exported)

@@ -755,6 +755,14 @@ def _import_run_args(p):
         metavar="DIR",
         help="a Harbor job folder or a verdict folder (repeatable)",
     )
+    p.add_argument(
+        "--path-name",
+        action="append",
+        type=types.nonempty,
+        metavar="NAME",
+        help="each --path as the config names it, in the same order: what the tables record "
+        "(a storage plugin reads its own local copy)",
+    )
     p.add_argument("--budget-usd", required=True, type=setting("runs/*/budget_usd"))
     _task_checksums(p)
     _run_outputs(p)
@@ -780,6 +788,7 @@ def import_run_job(args):
         args.budget_usd,
         outputs,
         args.task_checksums,
+        names=args.path_name,
     )
 
 
@@ -1274,6 +1283,12 @@ run_trial.takes_its_own_turn = True
 def _checksum_tasks_args(p):
     p.add_argument("--selection", required=True, **FILE)
     p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
+    p.add_argument(
+        "--repository-name",
+        type=types.nonempty,
+        metavar="DIR",
+        help="the checkout as the config names it: what the record names the exporter under",
+    )
     _export_folder_flag(p)
     _output(p)
 
@@ -1284,7 +1299,9 @@ def checksum_tasks(args):
 
     selection = SELECTION.read(args.selection)
     with _export_folder(args.tasks_dir) as tasks_dir:
-        checksums = exported_checksums(selection, args.repository_dir, tasks_dir)
+        checksums = exported_checksums(
+            selection, args.repository_dir, tasks_dir, args.repository_name
+        )
     write_json(args.output, checksums)
 
 
