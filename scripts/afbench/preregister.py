@@ -526,7 +526,10 @@ def check_plan(plan: Mapping, facts: Mapping, file: str | None = None) -> list[P
                 found=_shown(is_now),
             )
         )
-    problems += _check_test(plan, file)
+    problems += [
+        Problem(p.message, file=file, field=p.field, expected=p.expected, found=p.found)
+        for p in plan_holds(plan)
+    ]
     return problems
 
 
@@ -544,12 +547,130 @@ def _check_seal(plan: Mapping, file: str | None) -> list[Problem]:
     ]
 
 
-def check_sealed(plan: Mapping, file: str | None = None) -> None:
-    """The plan as sealed, whatever the config says now: its seal matches its content and a
-    sequential boundary keeps its promise; else one refusal naming each problem."""
-    problems = _check_seal(plan, file) + _check_test(plan, file)
+def check_sealed(plan: Mapping, file: str | None = None, catalog: Mapping | None = None) -> None:
+    """The plan as sealed, whatever the config says now: its seal matches its content and its
+    fields agree with each other (plan_holds; with the catalog, its selection's hash too);
+    else one refusal naming each problem."""
+    problems = _check_seal(plan, file) + [
+        Problem(p.message, file=file, field=p.field, expected=p.expected, found=p.found)
+        for p in plan_holds(plan, catalog)
+    ]
     if problems:
         raise AfbenchError(problems=problems)
+
+
+def plan_holds(plan: Mapping, catalog: Mapping | None = None) -> list[Problem]:
+    """PLAN_OF_ITSELF: the plan's fields agree with each other, whether or not it was sealed
+    again after an edit (a seal proves only that nobody edited it without resealing): α is the
+    test's, the boundary keeps it, the horizon and looks are the ones its own design (analysis,
+    selection size, batch size) gives, the order is the selection's tasks; with the catalog
+    (the relation's source), the order's tasks hash to the sealed selection_sha256."""
+    from .catalog import selection_hash
+
+    problems = []
+    analysis, test, rule = plan["analysis"], plan["test"], plan["stopping_rule"]
+    tasks, order = plan["selection"]["tasks"], rule["order"]
+    if test.get("alpha") != analysis["alpha"]:
+        problems.append(
+            Problem(
+                "the test is not at the plan's α",
+                field="test.alpha",
+                expected=f"{analysis['alpha']!r} (analysis.alpha)",
+                found=test.get("alpha"),
+            )
+        )
+    if len(order) != tasks or len(set(order)) != len(order):
+        problems.append(
+            Problem(
+                "the stopping rule's order is not the selection's tasks, each once",
+                field="stopping_rule.order",
+                expected=f"{tasks} distinct tasks (selection.tasks)",
+                found=f"{len(order)} entries, {len(set(order))} distinct",
+            )
+        )
+    if rule["batch_tasks"] != analysis["batch_tasks"]:
+        problems.append(
+            Problem(
+                "the stopping rule's batches are not the plan's",
+                field="stopping_rule.batch_tasks",
+                expected=f"{analysis['batch_tasks']} (analysis.batch_tasks)",
+                found=rule["batch_tasks"],
+            )
+        )
+    if rule["kind"] == "sequential":
+        # a test at another α has another design: that one problem says it
+        if not problems:
+            problems += _check_design(plan)
+        if not problems:
+            problems += _check_test(plan, None)
+    elif rule["horizon"] != tasks or test.get("tasks") != tasks:
+        problems.append(
+            Problem(
+                "a fixed test runs the whole selection",
+                field="stopping_rule.horizon",
+                expected=f"{tasks} tasks (selection.tasks)",
+                found=f"horizon {rule['horizon']}, test over {test.get('tasks')} tasks",
+            )
+        )
+    if catalog is not None:
+        chosen = set(order)
+        ids = [t["task_id"] for t in catalog["tasks"] if t["task_id"] in chosen]
+        digest = selection_hash(catalog, ids)
+        if len(ids) != len(chosen) or digest != plan["selection"]["selection_sha256"]:
+            problems.append(
+                Problem(
+                    "the plan's tasks do not hash to its selection_sha256",
+                    field="selection.selection_sha256",
+                    expected=digest,
+                    found=plan["selection"]["selection_sha256"],
+                )
+            )
+    return problems
+
+
+def _check_design(plan: Mapping) -> list[Problem]:
+    """The sequential test's horizon and looks, made again from the plan's own design."""
+    from .sequential import design
+
+    analysis, test, rule = plan["analysis"], plan["test"], plan["stopping_rule"]
+    try:
+        made = design(
+            alpha=analysis["alpha"],
+            difference=analysis["difference"],
+            discordance=plan["design"]["discordance"],
+            power=analysis["power"],
+            batch_tasks=analysis["batch_tasks"],
+            selection_tasks=plan["selection"]["tasks"],
+            horizon=analysis["horizon"],
+            futility_power=analysis["futility_power"],
+        )
+    except ValueError as error:
+        return [Problem(str(error), field="analysis", expected="a design afbench can build")]
+    sealed = {
+        "test.horizon": test["horizon"],
+        "stopping_rule.horizon": rule["horizon"],
+        "test.looks": test["looks"],
+        "stopping_rule.looks": rule["looks"],
+        "test.batch_tasks": test["batch_tasks"],
+    }
+    fresh = {
+        "test.horizon": made["horizon"],
+        "stopping_rule.horizon": made["horizon"],
+        "test.looks": made["looks"],
+        "stopping_rule.looks": made["looks"],
+        "test.batch_tasks": made["batch_tasks"],
+    }
+    return [
+        Problem(
+            f"does not fit the plan's design ({plan['selection']['tasks']} tasks in batches of "
+            f"{analysis['batch_tasks']})",
+            field=field,
+            expected=_shown(fresh[field]),
+            found=_shown(value),
+        )
+        for field, value in sealed.items()
+        if value != fresh[field]
+    ]
 
 
 def _check_test(plan: Mapping, file: str | None) -> list[Problem]:
