@@ -808,3 +808,94 @@ def line(plan: Mapping) -> str:
         f"{primary['selection']} ({plan['selection']['tasks']} tasks), {how}; sealed "
         f"{plan['sealed_sha256'][:12]}"
     )
+
+
+# --- a paid run of one configuration --------------------------------------------------------
+RUN_NOTE = (
+    "A paid run of one configuration, sealed before any of its trials ran: the selection, the "
+    "configuration, each trial's cap, the ceiling and the estimate it is for. `sealed_sha256` "
+    "is the SHA-256 of everything else in this file; afbench refuses the run once its config "
+    "no longer matches it."
+)
+
+
+def run_plan(
+    *,
+    release: Mapping,
+    selection: Mapping,
+    agent: str,
+    model: str | None,
+    environment_type: str,
+    attempts: int,
+    ceiling_usd: float,
+    trial_cap_usd: float | None,
+) -> dict:
+    """The sealed plan of a paid run of one configuration on `selection` (the artifact):
+    every one of its trials runs, so its worst case is the selection's tasks x attempts x
+    each trial's cap."""
+    from .execute import trial_cap_usd as cap_of
+    from .kinds import RUN_PLAN
+    from .power import execute_line
+
+    side = configuration(agent, model, environment_type, attempts)
+    cap = cap_of(agent, release["nominal_budget_usd"], trial_cap_usd)
+    tasks = len(selection["task_ids"])
+    body = {
+        "note": RUN_NOTE,
+        "release": dict(release),
+        "selection": {
+            "name": selection["name"],
+            "selection_sha256": selection["selection_sha256"],
+            "tasks": tasks,
+        },
+        "configuration": side,
+        "estimate": {
+            "estimand": f"the success rate of {side['label']} on the selection's tasks (a task "
+            "is a success when its trial's outcome is accepted)",
+            "precision": execute_line(tasks),
+        },
+        "money": {
+            "per_trial_cap_usd": cap,
+            "ceiling_usd": float(ceiling_usd),
+            "worst_case_usd": cap * attempts * tasks,
+        },
+    }
+    unsealed = RUN_PLAN.record(**body, sealed_sha256="")
+    return RUN_PLAN.record(**body, sealed_sha256=seal(unsealed))
+
+
+def require_run_plan(path: Path | str, planned: Mapping) -> dict:
+    """The sealed run plan at `path` if it is `planned` (run_plan from the config now) and its
+    seal holds; else one refusal naming the missing plan or every differing field."""
+    from .kinds import RUN_PLAN
+
+    path = Path(path)
+    if not path.exists():
+        raise no_run_plan(path, planned["configuration"]["label"], planned["selection"]["name"])
+    plan = RUN_PLAN.read(path)
+    problems = _check_seal(plan, str(path))
+    problems += [
+        Problem(
+            "differs from the sealed run plan (remove the plan to seal a new one)",
+            file=str(path),
+            field=field,
+            expected=f"{_shown(was)!r} as sealed",
+            found=_shown(now),
+        )
+        for field, was, now in _differences(
+            {k: v for k, v in plan.items() if k != "sealed_sha256"},
+            {k: v for k, v in planned.items() if k != "sealed_sha256"},
+            "",
+        )
+    ]
+    if problems:
+        raise AfbenchError(problems=problems)
+    return plan
+
+
+def no_run_plan(path: Path | str, label: str, selection: str) -> AfbenchError:
+    return AfbenchError(
+        f"no sealed plan for the paid run of {label} on {selection}: a paid run starts only "
+        "after its plan is sealed (run `snakemake preregister` first)",
+        file=str(path),
+    )
