@@ -120,10 +120,12 @@ def test_every_refusal_of_execute_is_one_line_and_nothing_starts(tmp_path):
     root = project(tmp_path)
     paid = [{"agent": "nop"}, {"agent": "claude-code", "model": "anthropic/claude-opus-4-1"}]
     # before any plan is written, the guard counts what the config will plan: refused before
-    # a single job runs, not after the plans
+    # a single job runs, not after the plans (a dry run: a real one is refused before that,
+    # its paid run not sealed)
     fresh = snakemake(
         root,
         "execute",
+        "-n",
         *overlay(root, paid, allow_model_agents=True, max_cost_usd=300),
         check=False,
     )
