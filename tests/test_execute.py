@@ -120,10 +120,12 @@ def test_every_refusal_of_execute_is_one_line_and_nothing_starts(tmp_path):
     root = project(tmp_path)
     paid = [{"agent": "nop"}, {"agent": "claude-code", "model": "anthropic/claude-opus-4-1"}]
     # before any plan is written, the guard counts what the config will plan: refused before
-    # a single job runs, not after the plans
+    # a single job runs, not after the plans (a dry run: a real one is refused before that,
+    # its paid run not sealed)
     fresh = snakemake(
         root,
         "execute",
+        "-n",
         *overlay(root, paid, allow_model_agents=True, max_cost_usd=300),
         check=False,
     )
@@ -529,6 +531,11 @@ def paid(root: Path, items: list[dict], tasks=TASKS[:1], **execute) -> list[str]
 
 
 def execute(root: Path, args: list[str], *extra: str, env: dict | None = None, timeout=600):
+    """`snakemake execute`; a real run's paid runs sealed first as the config now has them
+    (`snakemake preregister`; a config the guard refuses anyway seals nothing)."""
+    if "-n" not in extra:
+        shutil.rmtree(out_dir(root) / "execute" / "run-plans", ignore_errors=True)
+        snakemake(root, "preregister", *args, check=False)
     return subprocess.run(
         [SNAKEMAKE, "execute", *extra, *args],
         cwd=root,
@@ -1515,3 +1522,46 @@ def test_after_a_full_disk_a_model_free_trial_runs_again(tmp_path, checkout):
     events = [e["event"] for e in ledger.read_entries(path)]
     assert events == ["start", "interrupted", "start", "released"]
     assert len(list((tmp_path / "jobs").glob(f"{name}.interrupted-*"))) == 1
+
+
+@pytest.mark.snakemake
+def test_a_paid_run_of_one_configuration_starts_only_under_its_sealed_plan(tmp_path):
+    """Every paid run has a sealed plan: an agent that may call a model, allowed and under a
+    ceiling, with no comparison configured, is refused before any ledger line or Harbor call
+    until `snakemake preregister` seals its selection, configuration, caps and estimate; a
+    changed ceiling is refused against that plan; model-free agents need none."""
+    root = project(tmp_path)
+    paid = [{"agent": "claude-code", "model": "anthropic/claude-opus-4-1"}]
+    args = overlay(root, paid, allow_model_agents=True, max_cost_usd=1000)
+    ledger_path = out_dir(root) / "jobs.ledger.jsonl"
+    assert_one_line_refusal(
+        snakemake(root, "execute", *args, check=False),
+        "no sealed plan for the paid run of claude-code__anthropic__claude-opus-4-1 on "
+        "exec-two: a paid run starts only after its plan is sealed",
+    )
+    assert not ledger_path.exists() and not (out_dir(root) / "jobs").exists()
+    snakemake(root, "preregister", *args)
+    sealed = (
+        out_dir(root) / "execute/run-plans/exec-two/claude-code__anthropic__claude-opus-4-1.json"
+    )
+    plan = json.loads(sealed.read_text())
+    assert plan["kind"] == "afbench sealed run plan"
+    assert plan["configuration"]["agent"] == "claude-code"
+    assert plan["money"] == {
+        "per_trial_cap_usd": 200.0,
+        "ceiling_usd": 1000.0,
+        "worst_case_usd": 400.0,
+    }
+    assert plan["selection"]["tasks"] == 2 and plan["estimate"]["estimand"].startswith(
+        "the success rate of claude-code__anthropic__claude-opus-4-1"
+    )
+    dry = snakemake(root, "execute", "-n", *args)
+    assert "a real run is refused" not in said(dry)
+    raised = overlay(root, paid, allow_model_agents=True, max_cost_usd=2000)
+    assert_one_line_refusal(
+        snakemake(root, "execute", *raised, check=False),
+        "field 'money.ceiling_usd': differs from the sealed run plan",
+    )
+    assert not ledger_path.exists() and not (out_dir(root) / "jobs").exists()
+    free = overlay(root, [{"agent": "nop"}, {"agent": "oracle"}])
+    assert "afbench: refused" not in said(snakemake(root, "execute", "-n", *free))

@@ -270,7 +270,8 @@ def test_a_plan_edited_after_sealing_is_caught(plan, config):
     problems = preregister.check_plan(
         edited, preregister.plan_facts(changed(config, {"preregister": {"alpha": 0.1}}))
     )
-    assert [p.field for p in problems] == ["sealed_sha256"]
+    # the seal, and the test left at the old α (plan_holds: caught even if resealed)
+    assert [p.field for p in problems] == ["sealed_sha256", "test.alpha"]
     # a looser boundary, resealed so that the seal matches: its exact error gives it away
     loose = copy.deepcopy(plan)
     loose["test"]["boundary"] = [max(1, b - 2) for b in loose["test"]["boundary"]]
@@ -644,3 +645,71 @@ def test_afbench_decide_reads_the_sealed_plan_and_the_receipts(plan, tmp_path):
     plan_file.write_bytes(json_bytes(edited))
     refused = afbench(*argv, "--output", tmp_path / "edited.json")
     assert refused.returncode == 2 and "field 'sealed_sha256'" in refused.stderr
+
+
+def resealed(plan: dict, edit) -> dict:
+    forged = copy.deepcopy(plan)
+    edit(forged)
+    forged["sealed_sha256"] = preregister.seal(forged)
+    return forged
+
+
+def test_a_resealed_plan_whose_fields_disagree_is_refused_by_every_reader(
+    plan, config, catalog, tmp_path
+):
+    """A seal proves only that nobody edited the plan without sealing it again: a forger who
+    reseals is still caught by the plan's fields against each other (α, the design's horizon
+    and looks, the selection's hash), in check_plan, check_sealed, read_approved_plan and
+    `afbench decide`, and by the audit's relation."""
+    from afbench.audit import problems_of
+    from afbench.kinds.relations import ANALYSIS_PLAN_OF_CATALOG
+
+    assert preregister.plan_holds(plan, catalog) == []
+
+    def alpha(p):
+        p["analysis"]["alpha"] = 0.001
+
+    def horizon(p):
+        p["test"]["horizon"] = p["stopping_rule"]["horizon"] = 10
+        p["test"]["looks"] = p["stopping_rule"]["looks"] = [10]
+        p["test"]["boundary"] = p["test"]["boundary"][:11]
+
+    def tasks(p):
+        p["selection"]["selection_sha256"] = "0" * 64
+
+    forgeries = {
+        "test.alpha": resealed(plan, alpha),
+        "test.horizon": resealed(plan, horizon),
+        "selection.selection_sha256": resealed(plan, tasks),
+    }
+    for field, forged in forgeries.items():
+        found = preregister.plan_holds(forged, catalog)
+        assert field in [p.field for p in found], field
+        assert all(p.expected is not None for p in found if p.found is not None)
+        held = problems_of(ANALYSIS_PLAN_OF_CATALOG, forged, "plan.json", catalog, "cat.json")
+        assert field in [p.field for p in held]
+    facts = preregister.plan_facts(changed(config, {"preregister": {"alpha": 0.001}}))
+    assert "test.alpha" in [p.field for p in preregister.check_plan(forgeries["test.alpha"], facts)]
+    assert (
+        preregister.comparison_role(
+            forgeries["test.alpha"],
+            plan["primary_comparison"]["selection"],
+            plan["primary_comparison"]["a"],
+            plan["primary_comparison"]["b"],
+            preregister.check_plan(forgeries["test.alpha"], facts),
+        )["role"]
+        == "exploratory"
+    )
+    for field in ("test.alpha", "test.horizon"):
+        forged = forgeries[field]
+        path = tmp_path / f"{field}.json"
+        path.write_bytes(json_bytes(forged))
+        with pytest.raises(AfbenchError) as refused:
+            preregister.check_sealed(forged, str(path))
+        assert field in [p.field for p in refused.value.problems]
+        with pytest.raises(AfbenchError) as refused:
+            preregister.read_approved_plan(path, forged["sealed_sha256"])
+        assert all(p.file == str(path) for p in refused.value.problems)
+        decided = afbench("decide", "--plan", path)
+        assert decided.returncode == 2 and field in decided.stderr
+        assert "Traceback" not in decided.stderr

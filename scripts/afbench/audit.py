@@ -343,6 +343,9 @@ def _pairs(found: Directory) -> list[dict]:
                 named = data["selection"]["name"]
                 source = by_name.get(named)
                 lines.pair(r.PLAN_OF_SELECTION, artifact, source, f"the selection '{named}'")
+            elif name == "afbench analysis plan":
+                # its own fields are checked without the catalog too; with it, its hash
+                lines.append(_check(r.ANALYSIS_PLAN_OF_CATALOG, artifact, catalog))
             elif name == "afbench official results import":
                 lines.pair(r.IMPORT_OF_RECEIPT, artifact, receipt, "the release receipt")
                 lines.pair(r.IMPORT_OF_CATALOG, artifact, catalog, "the task catalog")

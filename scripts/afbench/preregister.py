@@ -526,7 +526,10 @@ def check_plan(plan: Mapping, facts: Mapping, file: str | None = None) -> list[P
                 found=_shown(is_now),
             )
         )
-    problems += _check_test(plan, file)
+    problems += [
+        Problem(p.message, file=file, field=p.field, expected=p.expected, found=p.found)
+        for p in plan_holds(plan)
+    ]
     return problems
 
 
@@ -544,12 +547,130 @@ def _check_seal(plan: Mapping, file: str | None) -> list[Problem]:
     ]
 
 
-def check_sealed(plan: Mapping, file: str | None = None) -> None:
-    """The plan as sealed, whatever the config says now: its seal matches its content and a
-    sequential boundary keeps its promise; else one refusal naming each problem."""
-    problems = _check_seal(plan, file) + _check_test(plan, file)
+def check_sealed(plan: Mapping, file: str | None = None, catalog: Mapping | None = None) -> None:
+    """The plan as sealed, whatever the config says now: its seal matches its content and its
+    fields agree with each other (plan_holds; with the catalog, its selection's hash too);
+    else one refusal naming each problem."""
+    problems = _check_seal(plan, file) + [
+        Problem(p.message, file=file, field=p.field, expected=p.expected, found=p.found)
+        for p in plan_holds(plan, catalog)
+    ]
     if problems:
         raise AfbenchError(problems=problems)
+
+
+def plan_holds(plan: Mapping, catalog: Mapping | None = None) -> list[Problem]:
+    """PLAN_OF_ITSELF: the plan's fields agree with each other, whether or not it was sealed
+    again after an edit (a seal proves only that nobody edited it without resealing): α is the
+    test's, the boundary keeps it, the horizon and looks are the ones its own design (analysis,
+    selection size, batch size) gives, the order is the selection's tasks; with the catalog
+    (the relation's source), the order's tasks hash to the sealed selection_sha256."""
+    from .catalog import selection_hash
+
+    problems = []
+    analysis, test, rule = plan["analysis"], plan["test"], plan["stopping_rule"]
+    tasks, order = plan["selection"]["tasks"], rule["order"]
+    if test.get("alpha") != analysis["alpha"]:
+        problems.append(
+            Problem(
+                "the test is not at the plan's α",
+                field="test.alpha",
+                expected=f"{analysis['alpha']!r} (analysis.alpha)",
+                found=test.get("alpha"),
+            )
+        )
+    if len(order) != tasks or len(set(order)) != len(order):
+        problems.append(
+            Problem(
+                "the stopping rule's order is not the selection's tasks, each once",
+                field="stopping_rule.order",
+                expected=f"{tasks} distinct tasks (selection.tasks)",
+                found=f"{len(order)} entries, {len(set(order))} distinct",
+            )
+        )
+    if rule["batch_tasks"] != analysis["batch_tasks"]:
+        problems.append(
+            Problem(
+                "the stopping rule's batches are not the plan's",
+                field="stopping_rule.batch_tasks",
+                expected=f"{analysis['batch_tasks']} (analysis.batch_tasks)",
+                found=rule["batch_tasks"],
+            )
+        )
+    if rule["kind"] == "sequential":
+        # a test at another α has another design: that one problem says it
+        if not problems:
+            problems += _check_design(plan)
+        if not problems:
+            problems += _check_test(plan, None)
+    elif rule["horizon"] != tasks or test.get("tasks") != tasks:
+        problems.append(
+            Problem(
+                "a fixed test runs the whole selection",
+                field="stopping_rule.horizon",
+                expected=f"{tasks} tasks (selection.tasks)",
+                found=f"horizon {rule['horizon']}, test over {test.get('tasks')} tasks",
+            )
+        )
+    if catalog is not None:
+        chosen = set(order)
+        ids = [t["task_id"] for t in catalog["tasks"] if t["task_id"] in chosen]
+        digest = selection_hash(catalog, ids)
+        if len(ids) != len(chosen) or digest != plan["selection"]["selection_sha256"]:
+            problems.append(
+                Problem(
+                    "the plan's tasks do not hash to its selection_sha256",
+                    field="selection.selection_sha256",
+                    expected=digest,
+                    found=plan["selection"]["selection_sha256"],
+                )
+            )
+    return problems
+
+
+def _check_design(plan: Mapping) -> list[Problem]:
+    """The sequential test's horizon and looks, made again from the plan's own design."""
+    from .sequential import design
+
+    analysis, test, rule = plan["analysis"], plan["test"], plan["stopping_rule"]
+    try:
+        made = design(
+            alpha=analysis["alpha"],
+            difference=analysis["difference"],
+            discordance=plan["design"]["discordance"],
+            power=analysis["power"],
+            batch_tasks=analysis["batch_tasks"],
+            selection_tasks=plan["selection"]["tasks"],
+            horizon=analysis["horizon"],
+            futility_power=analysis["futility_power"],
+        )
+    except ValueError as error:
+        return [Problem(str(error), field="analysis", expected="a design afbench can build")]
+    sealed = {
+        "test.horizon": test["horizon"],
+        "stopping_rule.horizon": rule["horizon"],
+        "test.looks": test["looks"],
+        "stopping_rule.looks": rule["looks"],
+        "test.batch_tasks": test["batch_tasks"],
+    }
+    fresh = {
+        "test.horizon": made["horizon"],
+        "stopping_rule.horizon": made["horizon"],
+        "test.looks": made["looks"],
+        "stopping_rule.looks": made["looks"],
+        "test.batch_tasks": made["batch_tasks"],
+    }
+    return [
+        Problem(
+            f"does not fit the plan's design ({plan['selection']['tasks']} tasks in batches of "
+            f"{analysis['batch_tasks']})",
+            field=field,
+            expected=_shown(fresh[field]),
+            found=_shown(value),
+        )
+        for field, value in sealed.items()
+        if value != fresh[field]
+    ]
 
 
 def _check_test(plan: Mapping, file: str | None) -> list[Problem]:
@@ -686,4 +807,95 @@ def line(plan: Mapping) -> str:
         f"afbench preregister: {primary['a']} against {primary['b']} on "
         f"{primary['selection']} ({plan['selection']['tasks']} tasks), {how}; sealed "
         f"{plan['sealed_sha256'][:12]}"
+    )
+
+
+# --- a paid run of one configuration --------------------------------------------------------
+RUN_NOTE = (
+    "A paid run of one configuration, sealed before any of its trials ran: the selection, the "
+    "configuration, each trial's cap, the ceiling and the estimate it is for. `sealed_sha256` "
+    "is the SHA-256 of everything else in this file; afbench refuses the run once its config "
+    "no longer matches it."
+)
+
+
+def run_plan(
+    *,
+    release: Mapping,
+    selection: Mapping,
+    agent: str,
+    model: str | None,
+    environment_type: str,
+    attempts: int,
+    ceiling_usd: float,
+    trial_cap_usd: float | None,
+) -> dict:
+    """The sealed plan of a paid run of one configuration on `selection` (the artifact):
+    every one of its trials runs, so its worst case is the selection's tasks x attempts x
+    each trial's cap."""
+    from .execute import trial_cap_usd as cap_of
+    from .kinds import RUN_PLAN
+    from .power import execute_line
+
+    side = configuration(agent, model, environment_type, attempts)
+    cap = cap_of(agent, release["nominal_budget_usd"], trial_cap_usd)
+    tasks = len(selection["task_ids"])
+    body = {
+        "note": RUN_NOTE,
+        "release": dict(release),
+        "selection": {
+            "name": selection["name"],
+            "selection_sha256": selection["selection_sha256"],
+            "tasks": tasks,
+        },
+        "configuration": side,
+        "estimate": {
+            "estimand": f"the success rate of {side['label']} on the selection's tasks (a task "
+            "is a success when its trial's outcome is accepted)",
+            "precision": execute_line(tasks),
+        },
+        "money": {
+            "per_trial_cap_usd": cap,
+            "ceiling_usd": float(ceiling_usd),
+            "worst_case_usd": cap * attempts * tasks,
+        },
+    }
+    unsealed = RUN_PLAN.record(**body, sealed_sha256="")
+    return RUN_PLAN.record(**body, sealed_sha256=seal(unsealed))
+
+
+def require_run_plan(path: Path | str, planned: Mapping) -> dict:
+    """The sealed run plan at `path` if it is `planned` (run_plan from the config now) and its
+    seal holds; else one refusal naming the missing plan or every differing field."""
+    from .kinds import RUN_PLAN
+
+    path = Path(path)
+    if not path.exists():
+        raise no_run_plan(path, planned["configuration"]["label"], planned["selection"]["name"])
+    plan = RUN_PLAN.read(path)
+    problems = _check_seal(plan, str(path))
+    problems += [
+        Problem(
+            "differs from the sealed run plan (remove the plan to seal a new one)",
+            file=str(path),
+            field=field,
+            expected=f"{_shown(was)!r} as sealed",
+            found=_shown(now),
+        )
+        for field, was, now in _differences(
+            {k: v for k, v in plan.items() if k != "sealed_sha256"},
+            {k: v for k, v in planned.items() if k != "sealed_sha256"},
+            "",
+        )
+    ]
+    if problems:
+        raise AfbenchError(problems=problems)
+    return plan
+
+
+def no_run_plan(path: Path | str, label: str, selection: str) -> AfbenchError:
+    return AfbenchError(
+        f"no sealed plan for the paid run of {label} on {selection}: a paid run starts only "
+        "after its plan is sealed (run `snakemake preregister` first)",
+        file=str(path),
     )

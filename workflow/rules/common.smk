@@ -584,6 +584,7 @@ def execute_guard(wildcards):
     except AfbenchError as error:
         refuse(error)
     analysis_plan = sealed_comparison()
+    sealed_runs()
     plain = [key for key in EXECUTE_ITEMS if key not in BATCHED.values()]
     attempts = EXECUTE["attempts"]
     try:
@@ -755,6 +756,63 @@ def preregistered_selection():
     except AfbenchError as error:
         refuse(error)
     return selection(facts["selection"]["name"])
+
+
+def run_plan_file(selection_name, label):
+    return f"{REV}/execute/run-plans/{selection_name}/{label}.json"
+
+
+def paid_runs():
+    """The execute items whose agent may call a model, outside the sealed comparison: each is
+    a paid run of one configuration, sealed on its own (rule seal_run_plan)."""
+    compared = set(COMPARED.values())
+    return [
+        key
+        for key, item in EXECUTE_ITEMS.items()
+        if harbor.calls_a_model(item["agent"]) and key not in compared
+    ]
+
+
+def sealed_runs():
+    """Every paid run has a sealed plan: a paid run of one configuration starts only under
+    its plan (`snakemake preregister`), which the config still matches; checked when the DAG
+    is built, before any ledger line or Harbor call. A dry run spends nothing: it says so."""
+    from afbench.preregister import no_run_plan, require_run_plan, run_plan
+    from afbench.release import identity
+
+    for key in paid_runs():
+        item, path = EXECUTE_ITEMS[key], run_plan_file(*key)
+        artifact = Path(selection(key[0]))
+        try:
+            if not artifact.exists() or not Path(path).exists():
+                raise no_run_plan(path, key[1], key[0])
+            planned = run_plan(
+                release=identity(config["release"]),
+                selection=SELECTION_KIND.read(artifact),
+                agent=item["agent"],
+                model=item.get("model"),
+                environment_type=config["plans"]["environment_type"],
+                attempts=EXECUTE["attempts"],
+                ceiling_usd=EXECUTE["max_cost_usd"],
+                trial_cap_usd=EXECUTE["trial_cap_usd"],
+            )
+            require_run_plan(path, planned)
+        except AfbenchError as error:
+            if not workflow.dryrun:
+                refuse(error)
+            logger.warning(f"afbench execute: a real run is refused: {error}")
+
+
+def preregistered():
+    """What `snakemake preregister` seals: the comparison's plan, when config names one, and
+    each paid run's."""
+    targets = [ANALYSIS_PLAN] if config["preregister"]["comparison"] is not None else []
+    return targets + [run_plan_file(*key) for key in paid_runs()]
+
+
+def paid_run_flag(wildcards, key):
+    item = EXECUTE_ITEMS[(wildcards.selection, wildcards.label)]
+    return option(key, item.get(key))
 
 
 def comparison_flag(side, key):

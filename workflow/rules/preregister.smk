@@ -42,8 +42,36 @@ rule seal_analysis_plan:
         "{params.cap} --output={output:q} 2> {log:q}"
 
 
-rule preregister:
-    """Target (opt-in): the sealed analysis plan."""
+rule seal_run_plan:
+    """The plan of a paid run of one configuration (an execute item whose agent may call a
+    model, outside the comparison), written write-protected like the analysis plan."""
     input:
-        ANALYSIS_PLAN,
+        selection=lambda w: selection(w.selection),
+    output:
+        protected(run_plan_file("{selection}", "{label}")),
+    log:
+        f"{LOGS}/seal_run_plan/{{selection}}/{{label}}.log",
+    wildcard_constraints:
+        selection=r"[^/]+",
+        label=r"[^/]+",
+    localrule: True
+    conda:
+        AFBENCH_ENV
+    params:
+        agent=lambda w: paid_run_flag(w, "agent"),
+        model=lambda w: paid_run_flag(w, "model"),
+        environment_type=setting("environment-type", "plans/environment_type"),
+        attempts=setting("attempts", "execute/attempts"),
+        ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
+        cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
+    shell:
+        "afbench job seal-run-plan --selection={input.selection:q} {params.agent} "
+        "{params.model} {params.environment_type} {params.attempts} {params.ceiling} "
+        "{params.cap} --output={output:q} 2> {log:q}"
+
+
+rule preregister:
+    """Target (opt-in): the sealed analysis plan, and each paid run's sealed plan."""
+    input:
+        lambda w: preregistered(),
     localrule: True

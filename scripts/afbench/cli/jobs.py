@@ -926,6 +926,41 @@ def seal_analysis_plan(args):
     seal_into(facts, selection, args.output)
 
 
+def _seal_run_plan_args(p):
+    p.add_argument("--selection", required=True, **FILE)
+    p.add_argument("--agent", required=True, type=setting("plans/items/*/agent"))
+    p.add_argument("--model", required=True, type=setting("plans/items/*/model"))
+    p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
+    p.add_argument("--attempts", required=True, type=setting("execute/attempts"))
+    p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
+    _trial_cap_usd(p, required=True)
+    _output(p)
+
+
+def seal_run_plan(args):
+    from ..errors import AfbenchError
+    from ..fsutil import json_output, write_outputs
+    from ..kinds import SELECTION
+    from ..preregister import run_plan
+
+    if args.max_cost_usd is None:
+        raise AfbenchError(
+            "a paid run is sealed with its ceiling", field="--max-cost-usd", expected="USD"
+        )
+    selection = SELECTION.read(args.selection)
+    plan = run_plan(
+        release=selection["release"],
+        selection=selection,
+        agent=args.agent,
+        model=args.model,
+        environment_type=args.environment_type,
+        attempts=args.attempts,
+        ceiling_usd=args.max_cost_usd,
+        trial_cap_usd=args.trial_cap_usd,
+    )
+    write_outputs([json_output(args.output, plan)], about=plan)
+
+
 def _decide_step_args(p):
     p.add_argument(
         "--analysis-plan",
@@ -1432,6 +1467,11 @@ JOBS: dict[str, Job] = {
         "the sealed analysis plan of a paired comparison (never replaced)",
         _seal_analysis_plan_args,
         seal_analysis_plan,
+    ),
+    "seal-run-plan": Job(
+        "the sealed plan of a paid run of one configuration",
+        _seal_run_plan_args,
+        seal_run_plan,
     ),
     "decide-step": Job(
         "a sealed comparison after one step of its run: the decision, or what runs next",

@@ -287,6 +287,41 @@ ANALYSIS_PLAN = Kind(
     doc="the comparison sealed before money is spent (`afbench preregister`)",
 )
 
+RUN_PLAN = Kind(
+    "afbench sealed run plan",
+    Field("note", str),
+    Field("release", RELEASE),
+    Field(
+        "selection",
+        Shape(
+            "sealed run's selection",
+            Field("name", str),
+            Field("selection_sha256", str),
+            Field("tasks", int, minimum=0),
+        ),
+    ),
+    Field("configuration", SIDE),
+    Field(
+        "estimate",
+        Shape(
+            "estimate",
+            Field("estimand", str),
+            Field("precision", str, doc="what the selection's size can detect (afbench.power)"),
+        ),
+    ),
+    Field(
+        "money",
+        Shape(
+            "run's money",
+            Field("per_trial_cap_usd", float, unit="USD"),
+            Field("ceiling_usd", float, unit="USD"),
+            Field("worst_case_usd", float, unit="USD"),
+        ),
+    ),
+    Field("sealed_sha256", str, doc="SHA-256 of everything above (preregister.seal)"),
+    doc="a paid run of one configuration, sealed before money is spent (`snakemake preregister`)",
+)
+
 SIDES = Shape("per side", Field("pairs", int), Field("for_a", int))
 UNRESOLVED = Shape("unresolved", Field("a", int), Field("b", int))
 DECISIONS = ("continue", "A better", "B better", "futile")

@@ -102,6 +102,15 @@ PLAN_OF_SELECTION = _relation(
     "plan:plan_of_selection",
     "cross-checked",
 )
+ANALYSIS_PLAN_OF_CATALOG = _relation(
+    "analysis-plan-catalog",
+    "afbench analysis plan",
+    "afbench task catalog",
+    "α is the test's and its boundary keeps it; the horizon and looks made again from the "
+    "plan's design, selection size and batches; its tasks hash to selection_sha256",
+    "preregister:plan_holds",
+    "re-derived",
+)
 VERIFIED_OF_RECEIPT = _relation(
     "verified-receipt",
     "afbench verified file",
