@@ -568,6 +568,14 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             ],
             {"file": str(tree.catalog), "field": "kind", "expected": "task selection"},
         ),
+        "job seal-run-plan": (
+            [
+                *["job", "seal-run-plan", f"--selection={tree.catalog}", "--agent=oracle"],
+                *["--model=", "--environment-type=docker", "--attempts=1"],
+                *["--max-cost-usd=5", "--trial-cap-usd=", f"--output={out / 'run.json'}"],
+            ],
+            {"file": str(tree.catalog), "field": "kind", "expected": "task selection"},
+        ),
         "job run-trial": (
             [
                 *["job", "run-trial", f"--plan={tree.catalog}", catalog],

@@ -630,3 +630,16 @@ def test_a_lock_left_by_a_killed_writer_blocks_nobody(tmp_path):
     assert code == 0 and "waiting" not in err, err
     assert time.monotonic() - started < 30
     assert _folder_bytes(out) == alone["b"] and not lock.exists()
+
+
+def test_a_refused_command_leaves_no_folder_made_for_its_lock(tmp_path):
+    """The lock sits beside the output, so its parent folders are made before the command
+    reads anything; a command then refused leaves none of them, one that wrote keeps them."""
+    out = tmp_path / "a" / "b" / "out.json"
+    with pytest.raises(RuntimeError), locking.writing([out], on_wait=None):
+        assert (tmp_path / "a" / "b").is_dir()
+        raise RuntimeError("refused")
+    assert list(tmp_path.iterdir()) == []
+    with locking.writing([out], on_wait=None):
+        out.write_text("{}")
+    assert sorted(p.name for p in (tmp_path / "a" / "b").iterdir()) == ["out.json"]

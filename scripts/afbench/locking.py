@@ -380,6 +380,23 @@ def output_lock_path(target: Path | str) -> Path:
     return real.parent / f".{real.name}.writing.lock"
 
 
+def _missing_folders(folder: Path) -> list[Path]:
+    """The folders from `folder` up that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()
+        except OSError:
+            return  # not empty (the command wrote there) or not ours to remove
+
+
 def _may_create(path: Path) -> bool:
     folder = path.parent
     while not folder.exists() and folder != folder.parent:
@@ -398,6 +415,10 @@ def writing(
     nothing can be created (a read-only parent) is written unlocked, as before."""
     locks = {output_lock_path(target): str(target) for target in targets}
     with ExitStack() as stack:
+        for lock in sorted(locks, reverse=True):
+            # folders made only to hold a lock go again if the command left nothing in them,
+            # so a refused command leaves no trace; they run after every lock is let go
+            stack.callback(_remove_if_empty, _missing_folders(lock.parent))
         for lock in sorted(locks):
             if not _may_create(lock):
                 continue

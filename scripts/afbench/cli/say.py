@@ -268,6 +268,14 @@ def _analysis_plan(r: dict) -> str:
     )
 
 
+def _run_plan(r: dict) -> str:
+    return (
+        f"run plan: {r['configuration']['label']} on {r['selection']['name']} "
+        f"({_n(r['selection']['tasks'], 'task')}), ceiling {_usd(r['money']['ceiling_usd'])}, "
+        f"sealed {r['sealed_sha256'][:12]}"
+    )
+
+
 def _sequential_decision(r: dict) -> str:
     return f"sequential decision: {r['decision']} after {_n(r['tasks_counted'], 'task')}"
 
@@ -329,6 +337,7 @@ DESCRIBERS: dict[str, Callable[[dict], str]] = {
     "UPGRADE_PLAN": _upgrade,
     "CROSS_REVISION": _cross_revision,
     "ANALYSIS_PLAN": _analysis_plan,
+    "RUN_PLAN": _run_plan,
     "SEQUENTIAL_DECISION": _sequential_decision,
     "SEQUENTIAL_RUN": _sequential_run,
     "FAILURE_ANATOMY": _anatomy,
