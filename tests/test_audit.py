@@ -204,3 +204,88 @@ def test_the_guarantees_page_lists_every_relation_as_declared():
     assert [line.split("`")[1] for line in listed] == [r.name for r in RELATIONS]
     for line, relation in zip(listed, RELATIONS, strict=True):
         assert f"| {relation.binds} | {relation.method} |" in line
+
+
+def _reseal(plan: dict) -> None:
+    from afbench.preregister import seal
+
+    plan["sealed_sha256"] = ""
+    plan["sealed_sha256"] = seal(plan)
+
+
+@pytest.mark.snakemake
+def test_a_sealed_run_plan_is_made_again_from_its_selection(demo_dir, tmp_path):
+    """A paid run's sealed plan holds while it is the plan its selection, configuration and
+    money give; resealed over another selection or with its worst case halved, the audit
+    names the field, whatever the seal says."""
+    selection = demo_dir / "tasks/selections/demo-first-tasks.json"
+    plan = tmp_path / "run-plan.json"
+    sealed = subprocess.run(
+        [
+            *[str(Path(sys.executable).with_name("afbench")), "job", "seal-run-plan"],
+            *[f"--selection={selection}", f"--catalog={demo_dir / 'tasks/catalog.json'}"],
+            *["--agent=claude-code", "--model=anthropic/demo"],
+            *["--environment-type=docker", "--attempts=1", "--max-cost-usd=50"],
+            *["--trial-cap-usd=2", f"--output={plan}"],
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert sealed.returncode == 0, sealed.stderr
+    shutil.copy(plan, demo_dir / "run-plan.json")
+    held = _audit(str(demo_dir))
+    assert held.returncode == 0, held.stdout
+    line = (
+        "run-plan-selection (re-derived): run-plan.json <- tasks/selections/demo-first-tasks.json"
+    )
+    assert f"held   {line}" in held.stdout, held.stdout
+    for change, field in (
+        (lambda p: p["selection"].__setitem__("selection_sha256", "0" * 64), "selection_sha256"),
+        (lambda p: p["money"].__setitem__("worst_case_usd", 1.0), "money.worst_case_usd"),
+    ):
+        shutil.copy(plan, demo_dir / "run-plan.json")
+        _edit_json(demo_dir / "run-plan.json", lambda p, change=change: (change(p), _reseal(p)))
+        done = _audit(str(demo_dir))
+        assert done.returncode == 1 and "FAILED run-plan-selection" in done.stdout, done.stdout
+        assert field in done.stdout and "Traceback" not in done.stderr
+
+
+@pytest.mark.snakemake
+def test_what_seals_or_plans_refuses_a_selection_its_catalog_contradicts(demo_dir, tmp_path):
+    """A selection with a task dropped and its hash left alone (a consistent forgery of its
+    shape) is refused by each command that seals a plan over it or plans its trials, naming
+    the selection, its catalog and the field; nothing is written."""
+    repo = Path(__file__).resolve().parents[1]
+    afbench = str(Path(sys.executable).with_name("afbench"))
+    catalog = demo_dir / "tasks/catalog.json"
+    forged = demo_dir / "tasks/selections/demo-stratified.json"
+    _edit_json(forged, _drop_first_task)
+    on_it = tmp_path / "compare-stratified.yaml"
+    on_it.write_text("preregister: {comparison: {selection: demo-stratified}}\n")
+    out = tmp_path / "out"
+    commands = {
+        "preregister": [
+            *[afbench, "preregister", "--config", str(repo / "config/demo.yaml")],
+            *["--config", str(repo / "config/compare-demo.yaml"), "--config", str(on_it)],
+            *["--selection", str(forged)],
+            *["--catalog", str(catalog), "--output", str(out / "plan.json")],
+        ],
+        "seal-run-plan": [
+            *[afbench, "job", "seal-run-plan", f"--selection={forged}", f"--catalog={catalog}"],
+            *["--agent=claude-code", "--model=anthropic/demo", "--environment-type=docker"],
+            *["--attempts=1", "--max-cost-usd=50", "--trial-cap-usd=", f"--output={out / 'r'}"],
+        ],
+        "write-plan": [
+            *[afbench, "job", "write-plan", f"--catalog={catalog}", f"--selection={forged}"],
+            *["--agent=nop", f"--repository-dir={tmp_path}", "--tasks-dir=harbor/tasks"],
+            *["--jobs-dir=jobs", "--environment-type=docker", "--harbor=harbor"],
+            f"--output={out / 'p.json'}",
+        ],
+    }
+    for name, argv in commands.items():
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=tmp_path)
+        assert done.returncode == 2 and "Traceback" not in done.stderr, (name, done.stderr)
+        assert "do not hash to its selection_sha256" in done.stderr, (name, done.stderr)
+        assert str(forged) in done.stderr and str(catalog) in done.stderr, (name, done.stderr)
+        assert not out.exists(), name

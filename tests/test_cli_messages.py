@@ -333,7 +333,10 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             {"file": str(tree.catalog), "field": "kind", "expected": "analysis plan"},
         ),
         "preregister": (
-            [*["preregister", *cfg, "--selection", tree.selection], "--output", out / "plan.json"],
+            [
+                *["preregister", *cfg, "--selection", tree.selection, "--catalog", tree.catalog],
+                *["--output", out / "plan.json"],
+            ],
             {"field": "preregister.comparison", "expected": "{selection: NAME", "found": "none"},
         ),
         "ledger": (
@@ -557,7 +560,7 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
         ),
         "job seal-analysis-plan": (
             [
-                *["job", "seal-analysis-plan", f"--selection={tree.catalog}"],
+                *["job", "seal-analysis-plan", f"--selection={tree.catalog}", catalog],
                 *["--a-agent=oracle", "--a-model=", "--b-agent=nop", "--b-model="],
                 *["--environment-type=docker", "--attempts=1", "--alpha=0.05"],
                 *["--stopping=sequential", "--difference=0.1", "--discordance=0.3"],
@@ -570,7 +573,8 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
         ),
         "job seal-run-plan": (
             [
-                *["job", "seal-run-plan", f"--selection={tree.catalog}", "--agent=oracle"],
+                *["job", "seal-run-plan", f"--selection={tree.catalog}", catalog],
+                "--agent=oracle",
                 *["--model=", "--environment-type=docker", "--attempts=1"],
                 *["--max-cost-usd=5", "--trial-cap-usd=", f"--output={out / 'run.json'}"],
             ],

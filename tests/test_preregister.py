@@ -422,9 +422,10 @@ def job_flags(config: dict) -> list[str]:
     ]
 
 
-def test_both_doors_write_the_same_sealed_plan(config, selection, plan, tmp_path):
-    path = tmp_path / "selection.json"
+def test_both_doors_write_the_same_sealed_plan(config, catalog, selection, plan, tmp_path):
+    path, tasks = tmp_path / "selection.json", tmp_path / "catalog.json"
     path.write_bytes(json_bytes(selection))
+    tasks.write_bytes(json_bytes(catalog))
     seed = afbench(
         "preregister",
         "--config",
@@ -433,6 +434,8 @@ def test_both_doors_write_the_same_sealed_plan(config, selection, plan, tmp_path
         COMPARE,
         "--selection",
         path,
+        "--catalog",
+        tasks,
         "--output",
         tmp_path / "seed.json",
     )
@@ -442,6 +445,7 @@ def test_both_doors_write_the_same_sealed_plan(config, selection, plan, tmp_path
         "job",
         "seal-analysis-plan",
         f"--selection={path}",
+        f"--catalog={tasks}",
         *job_flags(config),
         f"--output={tmp_path / 'job.json'}",
     )
@@ -461,6 +465,8 @@ def test_both_doors_write_the_same_sealed_plan(config, selection, plan, tmp_path
         other,
         "--selection",
         path,
+        "--catalog",
+        tasks,
         "--output",
         tmp_path / "seed.json",
     )
@@ -468,18 +474,19 @@ def test_both_doors_write_the_same_sealed_plan(config, selection, plan, tmp_path
     assert (tmp_path / "seed.json").read_bytes() == json_bytes(plan)
 
 
-def test_two_preregisters_at_once_never_replace_a_seal(selection, plan, tmp_path):
+def test_two_preregisters_at_once_never_replace_a_seal(catalog, selection, plan, tmp_path):
     """Two seals of one --output at once: the first stalled just before it renames its plan
     into place while the second (another alpha) runs. Without the output's lock both found no
     plan, both exited 0, and the first replaced the second's seal; now the second waits, then
     finds the first's seal and is refused in one line, the seal kept."""
-    path = tmp_path / "selection.json"
+    path, tasks = tmp_path / "selection.json", tmp_path / "catalog.json"
     path.write_bytes(json_bytes(selection))
+    tasks.write_bytes(json_bytes(catalog))
     other = tmp_path / "alpha.yaml"
     other.write_text("preregister: {alpha: 0.1}\n")
     argv = [
         *["preregister", "--config", REPO / "config/demo.yaml", "--config", COMPARE],
-        *["--selection", path, "--output", tmp_path / "plan.json"],
+        *["--selection", path, "--catalog", tasks, "--output", tmp_path / "plan.json"],
     ]
     first, release = stalled_afbench(argv, tmp_path / "signals", after_first_rename=False)
     second = subprocess.Popen(
@@ -523,6 +530,8 @@ def test_snakemake_preregister_seals_once_and_refuses_a_changed_config(demo_proj
         root / "config/compare-demo.yaml",
         "--selection",
         selection,
+        "--catalog",
+        out / "tasks/catalog.json",
         "--output",
         tmp_path / "seed.json",
     )

@@ -343,6 +343,10 @@ def _pairs(found: Directory) -> list[dict]:
                 named = data["selection"]["name"]
                 source = by_name.get(named)
                 lines.pair(r.PLAN_OF_SELECTION, artifact, source, f"the selection '{named}'")
+            elif name == "afbench sealed run plan":
+                named = data["selection"]["name"]
+                source = by_name.get(named)
+                lines.pair(r.RUN_PLAN_OF_SELECTION, artifact, source, f"the selection '{named}'")
             elif name == "afbench analysis plan":
                 # its own fields are checked without the catalog too; with it, its hash
                 lines.append(_check(r.ANALYSIS_PLAN_OF_CATALOG, artifact, catalog))

@@ -857,6 +857,18 @@ def digests_agree_with_catalog(digests: dict, catalog: dict) -> list[Problem]:
     return problems
 
 
+def read_selection(path: Path | str, catalog_path: Path | str) -> tuple[dict, dict]:
+    """A selection and its catalog, read and held to each other (SELECTION_OF_CATALOG): its
+    task ids hash to its selection_sha256 and each is the catalog's, or one refusal naming
+    both files. What seals a plan or builds one reads its selection through here."""
+    from .audit import hold
+    from .kinds import relations
+
+    selection, catalog = SELECTION.read(path), CATALOG.read(catalog_path)
+    hold([(relations.SELECTION_OF_CATALOG, selection, str(path), catalog, str(catalog_path))])
+    return selection, catalog
+
+
 def selection_hash(catalog: dict, task_ids: list[str]) -> str:
     """A selection's selection_sha256: its catalog's revision and inputs and its task ids."""
     return canonical_digest(

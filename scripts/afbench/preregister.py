@@ -864,6 +864,32 @@ def run_plan(
     return RUN_PLAN.record(**body, sealed_sha256=seal(unsealed))
 
 
+def run_plan_of_selection(plan: Mapping, selection: Mapping) -> list[Problem]:
+    """RUN_PLAN_OF_SELECTION (afbench.kinds.relations): the sealed run plan made again from its
+    selection and its own configuration, caps and ceiling; each field that differs is named
+    (a plan resealed over another selection, an edited worst case or estimate)."""
+    side, money = plan["configuration"], plan["money"]
+    made = run_plan(
+        release=selection["release"],
+        selection=selection,
+        agent=side["agent"],
+        model=side["model"],
+        environment_type=side["environment_type"],
+        attempts=side["attempts"],
+        ceiling_usd=money["ceiling_usd"],
+        trial_cap_usd=money["per_trial_cap_usd"],
+    )
+    return [
+        Problem(
+            "differs from the run plan made again from its selection",
+            field=field,
+            expected=_shown(expected),
+            found=_shown(found),
+        )
+        for field, found, expected in _differences(plan, made, "")
+    ]
+
+
 def require_run_plan(path: Path | str, planned: Mapping) -> dict:
     """The sealed run plan at `path` if it is `planned` (run_plan from the config now) and its
     seal holds; else one refusal naming the missing plan or every differing field."""

@@ -7,6 +7,7 @@ rule seal_analysis_plan:
     config never rewrites it (Snakemake refuses; remove the plan to seal a new one)."""
     input:
         selection=lambda w: preregistered_selection(),
+        catalog=rules.export_catalog.output,
     output:
         protected(ANALYSIS_PLAN),
     log:
@@ -34,7 +35,8 @@ rule seal_analysis_plan:
         ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
         cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
     shell:
-        "afbench job seal-analysis-plan --selection={input.selection:q} {params.a_agent} "
+        "afbench job seal-analysis-plan --selection={input.selection:q} "
+        "--catalog={input.catalog:q} {params.a_agent} "
         "{params.a_model} {params.b_agent} {params.b_model} {params.environment_type} "
         "{params.attempts} {params.alpha} {params.stopping} {params.difference} "
         "{params.discordance} {params.baseline_rate} {params.power} {params.batch_tasks} "
@@ -47,6 +49,7 @@ rule seal_run_plan:
     model, outside the comparison), written write-protected like the analysis plan."""
     input:
         selection=lambda w: selection(w.selection),
+        catalog=rules.export_catalog.output,
     output:
         protected(run_plan_file("{selection}", "{label}")),
     log:
@@ -65,7 +68,8 @@ rule seal_run_plan:
         ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
         cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
     shell:
-        "afbench job seal-run-plan --selection={input.selection:q} {params.agent} "
+        "afbench job seal-run-plan --selection={input.selection:q} "
+        "--catalog={input.catalog:q} {params.agent} "
         "{params.model} {params.environment_type} {params.attempts} {params.ceiling} "
         "{params.cap} --output={output:q} 2> {log:q}"
 

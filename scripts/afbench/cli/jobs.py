@@ -878,6 +878,7 @@ def plan_power_job(args):
 # --- the sealed analysis plan (opt-in) -----------------------------------------------------------
 def _seal_analysis_plan_args(p):
     p.add_argument("--selection", required=True, **FILE)
+    p.add_argument("--catalog", required=True, help="the selection's catalog", **FILE)
     for side in ("a", "b"):
         side_setting = f"preregister/comparison/{side}"
         p.add_argument(f"--{side}-agent", required=True, type=setting(f"{side_setting}/agent"))
@@ -905,10 +906,10 @@ def _seal_analysis_plan_args(p):
 
 
 def seal_analysis_plan(args):
-    from ..kinds import SELECTION
+    from ..catalog import read_selection
     from ..preregister import ANALYSIS_KEYS, facts_from_settings, seal_into, selection_criteria
 
-    selection = SELECTION.read(args.selection)
+    selection, _ = read_selection(args.selection, args.catalog)
     facts = facts_from_settings(
         release=selection["release"],
         selection=selection["name"],
@@ -928,6 +929,7 @@ def seal_analysis_plan(args):
 
 def _seal_run_plan_args(p):
     p.add_argument("--selection", required=True, **FILE)
+    p.add_argument("--catalog", required=True, help="the selection's catalog", **FILE)
     p.add_argument("--agent", required=True, type=setting("plans/items/*/agent"))
     p.add_argument("--model", required=True, type=setting("plans/items/*/model"))
     p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
@@ -938,16 +940,16 @@ def _seal_run_plan_args(p):
 
 
 def seal_run_plan(args):
+    from ..catalog import read_selection
     from ..errors import AfbenchError
     from ..fsutil import json_output, write_outputs
-    from ..kinds import SELECTION
     from ..preregister import run_plan
 
     if args.max_cost_usd is None:
         raise AfbenchError(
             "a paid run is sealed with its ceiling", field="--max-cost-usd", expected="USD"
         )
-    selection = SELECTION.read(args.selection)
+    selection, _ = read_selection(args.selection, args.catalog)
     plan = run_plan(
         release=selection["release"],
         selection=selection,
@@ -1194,12 +1196,13 @@ def _plan_fields(p: argparse.ArgumentParser) -> None:
 
 
 def _built_plan(args: argparse.Namespace) -> dict:
-    from ..kinds import CATALOG, SELECTION
+    from ..catalog import read_selection
     from ..plan import build_plan
 
+    selection, catalog = read_selection(args.selection, args.catalog)
     return build_plan(
-        CATALOG.read(args.catalog),
-        SELECTION.read(args.selection),
+        catalog,
+        selection,
         args.agent,
         args.model,
         args.repository_dir,

@@ -823,6 +823,13 @@ def _preregister_args(p):
         help="the comparison's selection artifact (made with this config)",
     )
     p.add_argument(
+        "--catalog",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
+        help="the selection's task catalog (its tasks are checked against their hash)",
+    )
+    p.add_argument(
         "--output",
         required=True,
         type=types.output_path,
@@ -832,10 +839,10 @@ def _preregister_args(p):
 
 
 def preregister(args):
-    from ..kinds import SELECTION
+    from ..catalog import read_selection
     from ..preregister import line, plan_facts, seal_into
 
-    selection = SELECTION.read(args.selection)
+    selection, _ = read_selection(args.selection, args.catalog)
     plan = seal_into(plan_facts(_config(args), selection), selection, args.output)
     print(line(plan))
 

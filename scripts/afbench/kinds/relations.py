@@ -111,6 +111,15 @@ ANALYSIS_PLAN_OF_CATALOG = _relation(
     "preregister:plan_holds",
     "re-derived",
 )
+RUN_PLAN_OF_SELECTION = _relation(
+    "run-plan-selection",
+    "afbench sealed run plan",
+    "afbench task selection",
+    "the whole plan made again from its selection, its configuration and its money (release, "
+    "selection hash and size, the estimate, the worst case), and its seal",
+    "preregister:run_plan_of_selection",
+    "re-derived",
+)
 VERIFIED_OF_RECEIPT = _relation(
     "verified-receipt",
     "afbench verified file",
