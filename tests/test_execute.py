@@ -260,12 +260,15 @@ def test_the_live_ceiling_stops_new_trials_and_a_higher_one_resumes_them(built):
     config, block = readme_example("test_the_live_ceiling_stops_new_trials")
     (root / "my-cost-run.yaml").write_text(config)
     assert "--cores 1" in block  # one trial at a time: which one the ceiling stops is fixed
+    assert block.index("snakemake preregister") < block.index("snakemake execute")
 
     def run(ceiling=None):
         text = block
         if ceiling is not None:  # the same command with a higher ceiling over it
             (root / "higher.yaml").write_text(f"execute: {{max_cost_usd: {ceiling}}}\n")
             text = block.replace("my-cost-run.yaml", "my-cost-run.yaml higher.yaml")
+            # the ceiling is sealed with the run: a new ceiling is a new plan
+            shutil.rmtree(out_dir(root) / "execute" / "run-plans")
         return shell(root, text, env)
 
     first = run()
@@ -691,7 +694,7 @@ def test_killing_the_controller_group_mid_trial_pays_no_trial_twice_and_leaves_n
         "AFBENCH_TEST_SPEND_STEP_S": "1",
         "AFBENCH_TEST_SPEND_STEPS": "600",
     }
-    snakemake(root, "plans", *args)
+    snakemake(root, "plans", "preregister", *args)  # a paid run: its plan sealed
     jobs = out_dir(root) / "jobs"
     env = snakemake_env()
     gate = verifier_gate(root.parent / "gate", env["PATH"])
@@ -864,7 +867,7 @@ def test_a_docker_engine_stopped_mid_run_fails_it_by_name_and_leaves_nothing(
         "AFBENCH_TEST_SPEND_STEPS": "600",
         "AFBENCH_TEST_SPEND_HIDDEN": "1",  # its cost shows only at the end
     }
-    snakemake(root, "plans", *args)
+    snakemake(root, "plans", "preregister", *args)  # a paid run: its plan sealed
     jobs = out_dir(root) / "jobs"
     run = subprocess.Popen(
         [SNAKEMAKE, "execute", "--cores", "1", *args],
@@ -925,7 +928,7 @@ def test_a_full_disk_mid_trial_holds_its_cap_and_the_rerun_pays_once(built):
         pytest.skip("mounting a small tmpfs for the jobs folder needs root")
     root = built
     args = paid(root, [{"agent": SPEND_AGENT}], max_cost_usd=1000)
-    snakemake(root, "plans", *args)
+    snakemake(root, "plans", "preregister", *args)  # a paid run: its plan sealed
     jobs = out_dir(root) / "jobs"
     jobs.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(jobs)], check=True)
