@@ -1024,22 +1024,15 @@ def plan_fields(tmp_path: Path, checkout: Path, agent: str, harbor: str) -> list
     """A trial job's plan flags for one task of the demo checkout: a catalog and a selection
     of that task written beside them, the agent and the Harbor executable given."""
     release = identity(load_config([REPO / "config/demo.yaml"])["release"])
+    from afbench.catalog import select_tasks
+
+    tasks = declared(
+        CATALOG, release=release, license="x", tasks=[declared(TASK_ROW, task_id=TASK)]
+    )
     catalog = tmp_path / "catalog.json"
-    catalog.write_text(
-        json.dumps(
-            declared(
-                CATALOG, release=release, license="x", tasks=[declared(TASK_ROW, task_id=TASK)]
-            )
-        )
-    )
-    selection = tmp_path / "selection.json"
-    selection.write_text(
-        json.dumps(
-            declared(
-                SELECTION, name="one", task_ids=[TASK], selection_sha256="0" * 64, release=release
-            )
-        )
-    )
+    catalog.write_text(json.dumps(tasks))
+    selection = tmp_path / "selection.json"  # selected from it, so the two agree
+    selection.write_text(json.dumps(select_tasks(tasks, "one", [TASK])))
     return [
         f"--catalog={catalog}",
         f"--selection={selection}",

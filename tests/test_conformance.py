@@ -417,21 +417,16 @@ def test_checksum_tasks_names_the_exporter_under_the_checkout_as_the_config_name
 
 
 def test_checksum_tasks_exports_to_the_folder_it_is_given_and_quiet_is_quiet(tmp_path):
+    from afbench.catalog import select_tasks
     from afbench.config import load_config
-    from afbench.kinds import SELECTION
     from afbench.release import identity
 
     checkout = tmp_path / "demo-upstream"  # its own: nothing exported into it yet
     demo.build_repository(REPO / "resources/demo-release", checkout)
     release = identity(load_config([REPO / "config/demo.yaml"])["release"])
-    selection = tmp_path / "selection.json"
-    selection.write_text(
-        json.dumps(
-            declared(
-                SELECTION, name="one", task_ids=[TASK], selection_sha256="0" * 64, release=release
-            )
-        )
-    )
+    catalog = write_catalog(tmp_path, release)
+    selection = tmp_path / "selection.json"  # selected from the catalog: the two agree
+    selection.write_text(json.dumps(select_tasks(json.loads(catalog.read_text()), "one", [TASK])))
     elsewhere = tmp_path / "exported"
     afbench = str(Path(sys.executable).with_name("afbench"))
     argv = [
@@ -462,7 +457,7 @@ def test_checksum_tasks_exports_to_the_folder_it_is_given_and_quiet_is_quiet(tmp
     # the plan's own export writes where its harbor run's -p points
     job(
         "write-plan",
-        f"--catalog={write_catalog(tmp_path, release)}",
+        f"--catalog={catalog}",
         f"--selection={selection}",
         "--agent=nop",
         f"--repository-dir={checkout}",

@@ -421,8 +421,8 @@ def test_run_trial_starts_no_paid_trial_on_a_damaged_ledger(tmp_path, checkout, 
     assert "afbench: export:" not in failed.stderr  # nothing ran, not even the export
     jobs = tmp_path / "jobs"
     assert sorted(p.name for p in jobs.iterdir()) == [
-        "afbench-one-cost_agent__CostAgent-demo_s01_t001-00000000-attempt-1.lock",
-        "afbench-one-cost_agent__CostAgent-demo_s01_t001-00000000-attempt-1.lock.log",
+        "afbench-one-cost_agent__CostAgent-demo_s01_t001-06c878bd-attempt-1.lock",
+        "afbench-one-cost_agent__CostAgent-demo_s01_t001-06c878bd-attempt-1.lock.log",
     ]
 
 
@@ -432,7 +432,7 @@ def test_run_trial_refuses_a_planted_lock_link_touching_nothing_outside(tmp_path
     victim.write_text("keep me\n")
     jobs = tmp_path / "jobs"
     jobs.mkdir()
-    name = "afbench-one-cost_agent__CostAgent-demo_s01_t001-00000000-attempt-1"
+    name = "afbench-one-cost_agent__CostAgent-demo_s01_t001-06c878bd-attempt-1"
     for planted in (f"{name}.lock", f"{name}.lock.log"):
         (jobs / planted).symlink_to(victim)
         failed = run_trial(tmp_path, fields)
