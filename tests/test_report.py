@@ -20,6 +20,7 @@ from afbench.config import load_config
 from afbench.errors import AfbenchError
 from afbench.kinds import SELECTION
 from afbench.release import identity
+from afbench.report import visible_text
 
 import properties as prop
 from conftest import (
@@ -104,6 +105,16 @@ def test_the_readme_image_is_of_the_current_demo_revision():
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20]) == 1280
     readme = (REPO / "README.md").read_text()
     assert "![the demo report](docs/report.png)" in readme and "make docs-image" in readme
+
+
+def test_the_compared_text_is_what_a_reader_sees_and_no_machine_fact():
+    page = (
+        "<html><head><title>t</title><style>p {}</style></head><body><p>CR2 &amp;<br>Wilson</p>"
+        "<svg><metadata>Matplotlib v3.11.2</metadata><text>0.5</text></svg><table><tr>"
+        "<td>python</td><td>3.11.7</td><td>snakemake</td><td>9.27.1</td></tr></table></body></html>"
+    )
+    assert visible_text(page) == "CR2 & Wilson 0.5 python <version> snakemake <version>"
+    assert visible_text(page.replace("3.11.7", "3.12.1")) == visible_text(page)
 
 
 def test_input_text_is_escaped(tmp_path, dir_config):
