@@ -29,10 +29,13 @@ demo: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default
 
 # The README's image: the demo report drawn afresh by this code (its figures and HTML rerun),
-# its top 1280 x 2300 px shot with headless Chromium into docs/report.png, and the demo
-# revision it shows written beside it (docs/report.revision; a test checks it is current).
+# its top 1280 x 2300 px shot with headless Chromium into docs/report.png, and written beside
+# it (docs/report.revision) the demo revision it shows and the digest of the report's visible
+# text (afbench.report.text_digest): a test rebuilds the report and fails when either is not current.
 CHROMIUM ?= chromium
 DEMO_REVISION = $(shell $(BIN)/python -c "import yaml; print(yaml.safe_load(open('config/demo.yaml'))['release']['revision'])")
+TEXT_DIGEST = $(BIN)/python -c "import sys; from afbench.report import text_digest; \
+	print(text_digest(sys.argv[1]))"
 
 docs-image: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default --forcerun render_figures render_report
@@ -43,7 +46,9 @@ docs-image: $(RUN_STAMP)
 	  --screenshot="$(CURDIR)/docs/report.png" \
 	  "file://$(CURDIR)/results/$(DEMO_REVISION)/report/index.html"; \
 	status=$$?; rm -rf "$$profile"; test $$status -eq 0
-	echo $(DEMO_REVISION) > docs/report.revision
+	{ echo "revision $(DEMO_REVISION)"; \
+	  echo "text-sha256 $$($(TEXT_DIGEST) results/$(DEMO_REVISION)/report/index.html)"; \
+	} > docs/report.revision
 
 official: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default --configfile config/config.yaml

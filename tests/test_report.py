@@ -20,6 +20,7 @@ from afbench.config import load_config
 from afbench.errors import AfbenchError
 from afbench.kinds import SELECTION
 from afbench.release import identity
+from afbench.report import text_digest, visible_text
 
 import properties as prop
 from conftest import (
@@ -96,14 +97,126 @@ def test_every_file_the_report_names_is_one_the_pipeline_writes(report_dir):
     assert "the artifact manifest has the whole config&#x27;s" in html
 
 
+def recorded_image() -> dict[str, str]:
+    """What `make docs-image` wrote beside docs/report.png: the demo revision the picture shows
+    and the digest of its report's visible text (afbench.report.visible_text)."""
+    lines = (REPO / "docs/report.revision").read_text().splitlines()
+    return dict(line.split(" ", 1) for line in lines)
+
+
 def test_the_readme_image_is_of_the_current_demo_revision():
     """`make docs-image` shoots docs/report.png from the demo report and writes the revision it
     shows beside it: a new demo revision needs a new image."""
-    assert (REPO / "docs/report.revision").read_text() == demo_revision() + "\n"
+    assert recorded_image()["revision"] == demo_revision(), "run make docs-image"
     png = (REPO / "docs/report.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20]) == 1280
     readme = (REPO / "README.md").read_text()
     assert "![the demo report](docs/report.png)" in readme and "make docs-image" in readme
+
+
+FIGURES = ["leaderboard", "cost_success", "per_source", "paired", "failures"]
+
+
+@pytest.fixture(scope="session")
+def demo_upstream(tmp_path_factory) -> Path:
+    """The demo release's git repository, as the workflow's build_demo_upstream makes it."""
+    out = tmp_path_factory.mktemp("upstream") / "demo-upstream"
+    job(
+        "build-demo-upstream",
+        f"--release-files={REPO / 'resources/demo-release'}",
+        f"--output={out}",
+    )
+    return out
+
+
+def local_run(cfg: dict, demo_yaml: dict, upstream: Path, name: str) -> Path:
+    """One of the demo config's local runs, imported and analysed as the workflow's
+    select_tasks, checksum_tasks, import_run and analyse_run_failures do; its folder."""
+    rev, run = revision_dir(cfg), demo_yaml["runs"][name]
+    chosen = run["selection"]
+    selection = rev / f"tasks/selections/{chosen}.json"
+    checksums = rev / f"tasks/checksums/{chosen}.json"
+    if not checksums.is_file():
+        job(
+            *["select-tasks", f"--catalog={rev / 'tasks/catalog.json'}", f"--name={chosen}"],
+            *[f"--task={t}" for t in demo_yaml["selections"][chosen]["tasks"]],
+            *["--frozen=false", f"--output={selection}"],
+        )
+        job(
+            *["checksum-tasks", f"--selection={selection}", f"--repository-dir={upstream}"],
+            *["--repository-name=results/demo-upstream", f"--output={checksums}"],
+        )
+    # named as Snakemake names them: relative to the config file, then to the project
+    paths = [os.path.normpath(f"config/{path}") for path in run["paths"]]
+    out = rev / "runs" / name
+    job(
+        *["import-run", f"--selection={selection}", f"--name={name}", f"--kind={run['kind']}"],
+        *[f"--path={REPO / path}" for path in paths],
+        *[f"--path-name={path}" for path in paths],
+        f"--budget-usd={run.get('budget_usd', 200)}",  # the schema's default
+        *[f"--task-checksums={checksums}", f"--summary={out / 'summary.json'}"],
+        *[f"--outcomes={out / 'outcomes.csv'}", f"--attempts={out / 'attempts.csv'}"],
+    )
+    job(
+        *["analyse-run-failures", f"--summary={out / 'summary.json'}"],
+        *[f"--outcomes={out / 'outcomes.csv'}", f"--output={out / 'failure-anatomy.json'}"],
+    )
+    return out
+
+
+def demo_report_as_the_pipeline_renders_it(
+    demo_run: dict, demo_yaml: dict, upstream: Path, dest: Path
+) -> Path:
+    """The demo report `make demo` writes (its index.html): the chain of the session's demo run
+    (run_all) under the demo's own repository name, and the job commands the workflow adds to
+    it, as it passes them: the config's local runs, the figures, and the report of them all."""
+    cfg = copy.deepcopy(demo_run)
+    cfg["results_dir"] = str(dest / "results")
+    cfg["release"]["repository"] = demo_yaml["release"]["repository"]  # the header names it
+    rev = run_all(cfg)
+    imports = rev / "imports/source-present/budget-200"
+    inputs = [f"--summary={imports / 'summary.json'}"]
+    inputs += [f"--import={imports / f'{m}.json'}" for m, s in cfg["models"].items() if s["sha256"]]
+    inputs += [f"--catalog={rev / 'tasks/catalog.json'}"]
+    inputs += [f"--receipt={release_dir(cfg) / 'receipt.json'}", "--confidence=0.95"]
+    runs = [local_run(cfg, demo_yaml, upstream, name) for name in demo_yaml["runs"]]
+    figures = [f"--figure={rev / 'report/figures' / name}.svg" for name in FIGURES]
+    anatomy = f"--anatomy={imports / 'failure-anatomy.json'}"
+    job("render-figures", *inputs, *figures, anatomy)
+    html = rev / "report/index.html"
+    job(
+        *["render-report", *inputs, *[f"--run={run / 'summary.json'}" for run in runs]],
+        f"--settings-digest={'0' * 64}",  # masked in the text compared (visible_text)
+        *[*figures, f"--html={html}", f"--analysis={rev / 'report/analysis.json'}", anatomy],
+        *[f"--run-anatomy={run / 'failure-anatomy.json'}" for run in runs],
+        f"--task-table={imports / 'task-table.json'}",
+    )
+    return html
+
+
+def test_the_readme_image_shows_the_report_as_it_is_now(
+    demo_run, demo_yaml, demo_upstream, tmp_path
+):
+    """The picture is the report of today's code: the digest of the demo report's visible text
+    (methods, notes, numbers) that `make docs-image` recorded beside it is the one this code's
+    report has."""
+    html = demo_report_as_the_pipeline_renders_it(demo_run, demo_yaml, demo_upstream, tmp_path)
+    found = text_digest(html)
+    expected = recorded_image()["text-sha256"]
+    assert found == expected, (
+        f"docs/report.png shows an older report (docs/report.revision: expected={expected} "
+        f"found={found}): run make docs-image"
+    )
+
+
+def test_the_compared_text_is_what_a_reader_sees_and_no_machine_fact():
+    page = (
+        "<html><head><title>t</title><style>p {}</style></head><body><p>CR2 &amp;<br>Wilson</p>"
+        "<svg><metadata>Matplotlib v3.11.2</metadata><text>0.5</text></svg><table><tr>"
+        "<td>python</td><td>3.11.7</td><td>snakemake</td><td>9.27.1</td></tr></table></body></html>"
+    )
+    assert visible_text(page) == "CR2 & Wilson 0.5 python <version> snakemake <version>"
+    assert visible_text(page.replace("3.11.7", "3.12.1")) == visible_text(page)
 
 
 def test_input_text_is_escaped(tmp_path, dir_config):

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from html import escape
+from html.parser import HTMLParser
+from pathlib import Path
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2733;
@@ -1188,3 +1192,59 @@ def cross_revision_section(block: dict | None) -> str:
         f'<span class="mono">{escape(comparable["selection_sha256"][:12])}</span>, diff '
         f'<span class="mono">{escape(comparable["diff_sha256"][:12])}</span>.</p></div>'
     )
+
+
+# --- the report's visible text: what the README's picture (docs/report.png) shows --------------
+# elements whose text a reader never sees on the page (the figures' <metadata> names the
+# plotting library's version, a fact of the machine, not of the report)
+UNSEEN_ELEMENTS = {"head", "style", "script", "metadata"}
+VOID_ELEMENTS = {"br", "meta", "img", "input", "hr", "link", "wbr"}
+
+# values that differ between the machines that draw the same report: the environment's
+# versions, and the settings digest, which only Snakemake's view of the config gives (a test
+# rebuilding the report from the workflow's job commands passes its own)
+MACHINE_VALUES = [
+    (re.compile(r"\b(python|snakemake) \d[\w.+-]*"), r"\1 <version>"),
+    (re.compile(r"(report settings digest \([^)]*\)) [0-9a-f]{64}"), r"\1 <digest>"),
+]
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.open: list[str] = []
+        self.parts: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs) -> None:
+        if tag not in VOID_ELEMENTS:
+            self.open.append(tag)
+
+    def handle_startendtag(self, tag: str, attrs) -> None:
+        pass  # <use/>, <path/>: no text
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in self.open:
+            while self.open.pop() != tag:
+                pass
+
+    def handle_data(self, data: str) -> None:
+        if not UNSEEN_ELEMENTS.intersection(self.open):
+            self.parts.append(data)
+
+
+def visible_text(html: str) -> str:
+    """The page's text as a reader sees it, whitespace collapsed, machine values masked."""
+    parser = _Text()
+    parser.feed(html)
+    parser.close()
+    text = " ".join(" ".join(parser.parts).split())
+    for pattern, mask in MACHINE_VALUES:
+        text = pattern.sub(mask, text)
+    return text
+
+
+def text_digest(report: str | Path) -> str:
+    """The SHA-256 of a report file's visible text: what `make docs-image` records beside
+    docs/report.png and a test compares with the report this code renders."""
+    text = visible_text(Path(report).read_text(encoding="utf-8"))
+    return hashlib.sha256(text.encode()).hexdigest()
