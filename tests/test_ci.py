@@ -4,6 +4,7 @@ closing line last."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,7 @@ def test_a_forced_failure_leaves_its_report_and_output_at_the_end_of_the_log(tmp
     run = subprocess.run(
         ["bash", REPO / "ci/run-tests.sh", *pytest, "test_forced.py"],
         cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")},  # ours only
         capture_output=True,
         text=True,
         timeout=300,
