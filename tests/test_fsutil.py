@@ -4,7 +4,6 @@ under any signal, no temporary file left or taken from another writer."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -50,6 +49,7 @@ from conftest import (
     run_all,
     snakemake_env,
     stalled_afbench,
+    waiting_afbench,
 )
 
 
@@ -584,9 +584,8 @@ def test_two_imports_into_one_folder_at_once_leave_one_whole_run(tmp_path):
             _finished(process)
         assert _folder_bytes(out) in (alone["a"], alone["b"]), f"round {round_}: a mix"
         first, release = stalled_afbench(a, signals / str(round_), after_first_rename=True)
-        second = _run([AFBENCH, *b])
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+        # it waits for the first, and says so (without the lock it runs on and is done)
+        second = waiting_afbench(b, stdout=subprocess.DEVNULL)
         release.touch()
         _finished(first)
         _finished(second)
