@@ -15,7 +15,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +39,7 @@ from conftest import (
     EXAMPLES_60,
     EXAMPLES_100,
     FIXTURES,
+    HANG_GUARD_S,
     _import_harbor_job,
     _selection_for,
     cli,
@@ -49,6 +49,7 @@ from conftest import (
     run_all,
     snakemake_env,
     stalled_afbench,
+    wait_until,
     waiting_afbench,
 )
 
@@ -379,7 +380,7 @@ def test_sigterm_while_a_job_writes_is_one_line_and_replaces_nothing(tmp_path):
         "real = fsutil._stage\n"
         "def stage(*a, **k):\n"
         f"    open({str(tmp_path / 'staging')!r}, 'w').close()\n"
-        "    time.sleep(30)\n"
+        f"    time.sleep({HANG_GUARD_S})\n"  # until the test stops it
         "    return real(*a, **k)\n"
         "fsutil._stage = stage\n"
         "sys.exit(main(sys.argv[1:]))\n"
@@ -392,9 +393,7 @@ def test_sigterm_while_a_job_writes_is_one_line_and_replaces_nothing(tmp_path):
         text=True,
         env=snakemake_env(),
     )
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "staging").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)  # until it writes
+    wait_until((tmp_path / "staging").exists, "the command never began to write", run)
     run.terminate()
     _, err = run.communicate(timeout=30)
     assert run.returncode == 143 and one_line(err) == (
