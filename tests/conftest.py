@@ -938,9 +938,13 @@ def wait_until(
         ended = process is not None and process.poll() is not None
         if ended or time.monotonic() > until:
             why = f"exited {process.returncode}" if ended else f"not in {HANG_GUARD_S} s"
-            said = process.communicate()[1] if ended and process.stderr else ""
-            pytest.fail(f"{what}: {why}\n{(said or '')[-3000:]}")
+            said = "".join(_text(x) for x in process.communicate()) if ended else ""
+            pytest.fail(f"{what}: {why}\n{said[-3000:]}")
         time.sleep(0.02)
+
+
+def _text(said: str | bytes | None) -> str:
+    return said.decode(errors="replace") if isinstance(said, bytes) else said or ""
 
 
 # --- one copy of each trial: the lock ---------------------------------------------------------
