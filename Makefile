@@ -62,8 +62,13 @@ TEST_ENV := env -u PYTHONDONTWRITEBYTECODE
 # Docker engine or Harbor trials form one group (tests/conftest.py), run one after another on
 # one worker, which mostly waits on containers and the cluster, while two workers take the rest
 # on the two cores (two workers left a core idle while the engine group waited: 15.5 -> 12.8 min)
+# The run leaves its JUnit XML report in $(JUNIT), each failing test's captured output in it
+# (pyproject.toml's junit_logging), and names the 25 slowest tests; .ci/run prints the failures
+# again at the end of its log (ci/run-tests.sh).
+JUNIT ?= test-results/junit.xml
+
 test: setup
-	$(ACTIVATE) $(TEST_ENV) python -m pytest -n 3 --dist loadgroup
+	$(ACTIVATE) $(TEST_ENV) python -m pytest -n 3 --dist loadgroup --junitxml=$(JUNIT) --durations=25
 
 # unit and CLI tests only (no Snakemake, SLURM, Harbor, Docker, browser or full-scale inputs):
 # for iteration, spread over the machine's cores (pytest-xdist)

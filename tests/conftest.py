@@ -922,12 +922,47 @@ def demo_chain_catalog(demo_chain_rev) -> dict:
 TASK = "demo_s01_t001"
 
 
+# --- waiting on another process, never on the clock -------------------------------------------
+# How long a test waits for a state another process reaches before it fails: a guard against a
+# hang, never a margin the test's outcome depends on (a loaded machine only takes longer).
+HANG_GUARD_S = 300
+
+
+def wait_until(
+    condition: Callable[[], object], what: str, process: subprocess.Popen | None = None
+) -> None:
+    """Return once condition() holds. Fail naming `what` (and what `process` wrote on standard
+    error) if `process` ends first, or if HANG_GUARD_S pass: then something hangs."""
+    until = time.monotonic() + HANG_GUARD_S
+    while not condition():
+        ended = process is not None and process.poll() is not None
+        if ended or time.monotonic() > until:
+            why = f"exited {process.returncode}" if ended else f"not in {HANG_GUARD_S} s"
+            said = "".join(_text(x) for x in process.communicate()) if ended else ""
+            pytest.fail(f"{what}: {why}\n{said[-3000:]}")
+        time.sleep(0.02)
+
+
+def _text(said: str | bytes | None) -> str:
+    return said.decode(errors="replace") if isinstance(said, bytes) else said or ""
+
+
 # --- one copy of each trial: the lock ---------------------------------------------------------
+# a holder of LOCK until the file RELEASE exists; with a third argument it says "busy" each time
+# it finds the lock held, so a test sees it try again and again instead of sleeping a while
 HOLD = """
 import sys, time
 from pathlib import Path
 from afbench import locking
 lock, release = Path(sys.argv[1]), Path(sys.argv[2])
+if len(sys.argv) > 3:
+    tried = locking._try_lock
+    def try_lock(fd):
+        got = tried(fd)
+        if not got:
+            print("busy", flush=True)
+        return got
+    locking._try_lock = try_lock
 def waiting(who):
     print("waiting for", who["pid"], flush=True)
 with locking.held(lock, on_wait=waiting, poll_s=0.05) as me:
@@ -938,17 +973,56 @@ print("released", flush=True)
 """
 
 
-def holder_process(lock: Path, release: Path) -> subprocess.Popen:
+def holder_process(lock: Path, release: Path, *, say_tries: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, "-c", HOLD, str(lock), str(release)],
+        [sys.executable, "-c", HOLD, str(lock), str(release), *(["tries"] if say_tries else [])],
         stdout=subprocess.PIPE,
         text=True,
     )
 
 
+# afbench told on standard error, as on a terminal, when it waits for another process writing
+# its output (cli._waiting says so only on a terminal): "afbench: waiting for pid ..."
+WAITING = """
+import sys
+from afbench import cli
+from afbench.locking import describe
+def waiting(target, who):
+    print(f"afbench: waiting for {describe(who)}, which is writing {target}", file=sys.stderr,
+          flush=True)
+cli._waiting = waiting
+sys.exit(cli.main(sys.argv[1:]))
+"""
+
+
+def waiting_afbench(argv: list, **popen) -> subprocess.Popen:
+    """`afbench ARGV` started while another process writes its output (its standard error a
+    pipe, read here); returns once it says it waits for that process."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", WAITING, *map(str, argv)],
+        stderr=subprocess.PIPE,
+        text=True,
+        **popen,
+    )
+    said: list[str] = []  # its first line; "" if it ended saying nothing
+    reader = threading.Thread(target=lambda: said.append(process.stderr.readline()), daemon=True)
+    reader.start()
+    reader.join(HANG_GUARD_S)
+    if not said or not said[0].startswith("afbench: waiting for pid "):
+        if reader.is_alive():  # it hangs, saying nothing
+            process.kill()
+        rest = process.communicate(timeout=HANG_GUARD_S)[1]
+        pytest.fail(
+            f"the second command never said it waits for the first (exit {process.returncode}):"
+            f" {''.join(said)}{rest[-3000:]}"
+        )
+    return process
+
+
 # afbench on a stalling file system (a loaded NFS server): one rename, the first or the second,
-# waits until the file RELEASE exists (at most 5 s); the file STALLED says that it waits
-STALLED = """
+# waits until the file RELEASE exists (HANG_GUARD_S at most, should the test die); the file
+# STALLED says that it waits
+STALLED = f"""
 import os, sys, time
 from pathlib import Path
 stalled, release = Path(os.environ["STALLED"]), Path(os.environ["RELEASE"])
@@ -956,7 +1030,7 @@ before = os.environ["STALL"] == "before"
 rename = os.replace
 def stall():
     stalled.touch()
-    until = time.monotonic() + 5
+    until = time.monotonic() + {HANG_GUARD_S}
     while not release.exists() and time.monotonic() < until:
         time.sleep(0.02)
 def stalled_replace(*args, **kwargs):
@@ -992,10 +1066,7 @@ def stalled_afbench(
         text=True,
         env=env,
     )
-    until = time.monotonic() + 60
-    while not stalled.exists() and process.poll() is None and time.monotonic() < until:
-        time.sleep(0.02)
-    assert stalled.exists(), process.communicate()[1]
+    wait_until(stalled.exists, "the first command never stalled", process)
     return process, release
 
 

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -30,6 +29,7 @@ from conftest import (
     one_line,
     release_dir,
     revision_dir,
+    wait_until,
 )
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
@@ -371,9 +371,7 @@ def test_sigterm_and_sighup_end_a_command_as_sigint_does(
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = time.monotonic() + 30
-    while not http_release["handler"].requests and time.monotonic() < deadline:
-        time.sleep(0.02)  # until the download has begun
+    wait_until(lambda: http_release["handler"].requests, "the download never began", run)
     run.send_signal(getattr(signal, signame))
     _, err = run.communicate(timeout=30)
     assert run.returncode == 128 + getattr(signal, signame), err

@@ -4,13 +4,11 @@ its own schema, a withheld rate refused, no errored trial written as an instance
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 from base64 import urlsafe_b64encode
 from pathlib import Path
@@ -32,6 +30,7 @@ from conftest import (
     revision_dir,
     stalled_afbench,
     verdict,
+    waiting_afbench,
 )
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
@@ -260,11 +259,8 @@ def test_two_eee_exports_into_one_folder_at_once_leave_one_whole_set(demo, tmp_p
     first, release = stalled_afbench(
         [*argv, "1790000000"], tmp_path / "signals", after_first_rename=True
     )
-    second = subprocess.Popen(
-        [AFBENCH, *map(str, argv), "1790000001"], stderr=subprocess.PIPE, text=True
-    )
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+    # it waits for the first, and says so (without the lock it runs on and is done)
+    second = waiting_afbench([*argv, "1790000001"])
     release.touch()
     assert first.wait(timeout=120) == 0, first.communicate()[1]
     assert second.wait(timeout=120) == 0, second.communicate()[1]

@@ -4,7 +4,6 @@ under any signal, no temporary file left or taken from another writer."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -16,7 +15,6 @@ import stat
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
@@ -41,6 +39,7 @@ from conftest import (
     EXAMPLES_60,
     EXAMPLES_100,
     FIXTURES,
+    HANG_GUARD_S,
     _import_harbor_job,
     _selection_for,
     cli,
@@ -50,6 +49,8 @@ from conftest import (
     run_all,
     snakemake_env,
     stalled_afbench,
+    wait_until,
+    waiting_afbench,
 )
 
 
@@ -379,7 +380,7 @@ def test_sigterm_while_a_job_writes_is_one_line_and_replaces_nothing(tmp_path):
         "real = fsutil._stage\n"
         "def stage(*a, **k):\n"
         f"    open({str(tmp_path / 'staging')!r}, 'w').close()\n"
-        "    time.sleep(30)\n"
+        f"    time.sleep({HANG_GUARD_S})\n"  # until the test stops it
         "    return real(*a, **k)\n"
         "fsutil._stage = stage\n"
         "sys.exit(main(sys.argv[1:]))\n"
@@ -392,9 +393,7 @@ def test_sigterm_while_a_job_writes_is_one_line_and_replaces_nothing(tmp_path):
         text=True,
         env=snakemake_env(),
     )
-    deadline = time.monotonic() + 30
-    while not (tmp_path / "staging").exists() and time.monotonic() < deadline:
-        time.sleep(0.02)  # until it writes
+    wait_until((tmp_path / "staging").exists, "the command never began to write", run)
     run.terminate()
     _, err = run.communicate(timeout=30)
     assert run.returncode == 143 and one_line(err) == (
@@ -584,9 +583,8 @@ def test_two_imports_into_one_folder_at_once_leave_one_whole_run(tmp_path):
             _finished(process)
         assert _folder_bytes(out) in (alone["a"], alone["b"]), f"round {round_}: a mix"
         first, release = stalled_afbench(a, signals / str(round_), after_first_rename=True)
-        second = _run([AFBENCH, *b])
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+        # it waits for the first, and says so (without the lock it runs on and is done)
+        second = waiting_afbench(b, stdout=subprocess.DEVNULL)
         release.touch()
         _finished(first)
         _finished(second)
@@ -614,9 +612,11 @@ def test_a_command_waits_a_bounded_time_for_a_live_writer_then_refuses_naming_it
         holder.wait(timeout=10)
 
 
-def test_a_lock_left_by_a_killed_writer_blocks_nobody(tmp_path):
+def test_a_lock_left_by_a_killed_writer_blocks_nobody(tmp_path, monkeypatch):
     """A writer SIGKILLed while it holds the folder's lock leaves the lock file behind: the
-    kernel let its lock go, so the next command takes it at once, and removes it when done."""
+    kernel let its lock go, so the next command takes it at once, and removes it when done.
+    At once: it is given no time to wait (a held lock is then refused at the first look), and
+    it never starts waiting."""
     argvs, alone = _two_runs(tmp_path)
     out = tmp_path / "shared"
     lock = locking.output_lock_path(out)
@@ -625,10 +625,11 @@ def test_a_lock_left_by_a_killed_writer_blocks_nobody(tmp_path):
     os.kill(holder.pid, signal.SIGKILL)
     holder.wait(timeout=10)
     assert lock.exists()
-    started = time.monotonic()
+    waited = []
+    monkeypatch.setattr(locking, "OUTPUT_WAIT_S", 0)
+    monkeypatch.setattr("afbench.cli._waiting", lambda *said: waited.append(said))
     code, err = cli(*argvs["b"][1:-1], out)
-    assert code == 0 and "waiting" not in err, err
-    assert time.monotonic() - started < 30
+    assert code == 0 and waited == [], (err, waited)
     assert _folder_bytes(out) == alone["b"] and not lock.exists()
 
 

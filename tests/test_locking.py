@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 from afbench import locking
 
@@ -17,13 +16,18 @@ def test_a_second_copy_waits_for_the_first_and_a_dead_holder_blocks_nobody(tmp_p
     assert first.stdout.readline().split() == ["held", str(first.pid)]
     who = locking.holder(lock)
     assert who["pid"] == first.pid and who["host"] and who["since"]
-    second = holder_process(lock, tmp_path / "release-second")
+    second = holder_process(lock, tmp_path / "release-second", say_tries=True)
+    assert second.stdout.readline() == "busy\n"
     assert second.stdout.readline().split() == ["waiting", "for", str(first.pid)]
-    time.sleep(0.3)
-    assert second.poll() is None and locking.holder(lock)["pid"] == first.pid  # still waiting
+    # it looks again and again, and each time finds the lock held: still waiting
+    assert [second.stdout.readline() for _ in range(3)] == ["busy\n"] * 3
+    assert second.poll() is None and locking.holder(lock)["pid"] == first.pid
     (tmp_path / "release-first").touch()
     assert first.stdout.readline().strip() == "released"
-    assert second.stdout.readline().split() == ["held", str(second.pid)]
+    said = second.stdout.readline()
+    while said == "busy\n":  # the looks it took before the first let go
+        said = second.stdout.readline()
+    assert said.split() == ["held", str(second.pid)]
     assert locking.holder(lock)["pid"] == second.pid
     os.kill(second.pid, signal.SIGKILL)  # the holder dies: the kernel drops its lock
     second.wait(timeout=10)

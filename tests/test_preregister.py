@@ -4,7 +4,6 @@ never replaced, and that both doors and `snakemake preregister` write the same b
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import shutil
@@ -24,7 +23,7 @@ from afbench.kinds import TRIAL_RECEIPT
 from afbench.kinds.execution import TRIAL
 from afbench.release import identity, license_of
 
-from conftest import REPO, declared, planned, snakemake, stalled_afbench
+from conftest import REPO, declared, planned, snakemake, stalled_afbench, waiting_afbench
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
 RELEASE_FILES = REPO / "resources" / "demo-release"
@@ -489,14 +488,8 @@ def test_two_preregisters_at_once_never_replace_a_seal(catalog, selection, plan,
         *["--selection", path, "--catalog", tasks, "--output", tmp_path / "plan.json"],
     ]
     first, release = stalled_afbench(argv, tmp_path / "signals", after_first_rename=False)
-    second = subprocess.Popen(
-        [AFBENCH, *map(str, argv), "--config", str(other)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        second.wait(timeout=3)  # it waits for the first (without the lock it is done)
+    # it waits for the first, and says so (without the lock it runs on and is done)
+    second = waiting_afbench([*argv, "--config", other], stdout=subprocess.DEVNULL)
     release.touch()
     assert first.wait(timeout=120) == 0, first.communicate()[1]
     err = second.communicate(timeout=120)[1]

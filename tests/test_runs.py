@@ -9,14 +9,15 @@ import os
 import re
 import shutil
 import threading
-import time
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from afbench import fsutil, runs
 from afbench.cli import main
 from afbench.errors import AfbenchError
 from afbench.runs import (
@@ -1165,7 +1166,10 @@ def test_an_unreadable_trial_folder_is_an_error_never_absent(tmp_path):
     assert str(trial) in message
 
 
-def test_a_very_large_job_folder_is_refused_in_one_bounded_line(tmp_path):
+def test_a_very_large_job_folder_is_refused_in_one_bounded_line(tmp_path, monkeypatch):
+    """Refused in one line of bounded length, after work linear in the trials (the reader's
+    promise, counted rather than timed): each result.json is read once, and the settings of
+    the trials' one configuration are worked out once."""
     job = tmp_path / "job"
     shutil.copytree(FIXTURES / "demo-nop", job)
     trial = next(job.glob("hello-pass__*"))
@@ -1180,10 +1184,24 @@ def test_a_very_large_job_folder_is_refused_in_one_bounded_line(tmp_path):
                 )
             )
         )
-    started = time.perf_counter()
+    reads, settings = Counter(), []
+    read_once, settings_of = fsutil.read_file_once, runs.trial_settings
+
+    def counted_read(path, *args, **kwargs):
+        reads[path] += 1
+        return read_once(path, *args, **kwargs)
+
+    def counted_settings(*args, **kwargs):
+        settings.append(args[1])
+        return settings_of(*args, **kwargs)
+
+    monkeypatch.setattr(fsutil, "read_file_once", counted_read)
+    monkeypatch.setattr(runs, "trial_settings", counted_settings)
     with pytest.raises(AfbenchError) as info:
         read_harbor_job(job)
-    assert time.perf_counter() - started < 20
+    trials = {str(p / "result.json") for p in job.iterdir() if p.is_dir()}
+    assert len(trials) == 1501 and trials <= set(reads), sorted(reads)[:5]
+    assert set(reads.values()) == {1} and len(settings) == 1, (reads.most_common(3), settings[:3])
     message = str(info.value)
     assert "holds 1501 trials of task 'hello-pass'" in message and len(message) < 1500, message
 

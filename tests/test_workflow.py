@@ -4,6 +4,7 @@ plugin run gives the same artifacts), the package names no artifact path, and a 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import threading
 import time
 from pathlib import Path
 
@@ -22,6 +24,7 @@ import yaml
 from afbench.fsutil import sha256_bytes, sha256_file
 
 from conftest import (
+    HANG_GUARD_S,
     REPO,
     _hostile_environment,
     body,
@@ -34,6 +37,7 @@ from conftest import (
     slurm_skip_reason,
     snakemake,
     snakemake_env,
+    wait_until,
     write_tree,
 )
 
@@ -457,21 +461,23 @@ def snakemake_project(tmp_path: Path, http_release, release_files, demo_yaml) ->
     return root
 
 
-def _kill_when(root: Path, snakemake: str, ready, check) -> None:
+def _kill_when(root: Path, snakemake: str, ready, check, env: dict | None = None) -> None:
     """Start the pipeline, call check() on what is visible until ready() says so, SIGKILL the
     whole process group, then clear the lock a killed run leaves behind."""
     run = subprocess.Popen(
         [snakemake, "--cores", "2"],
         cwd=root,
-        env=snakemake_env(),
+        env=env or snakemake_env(),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ready():
+
+    def seen() -> bool:
         check()
-        time.sleep(0.005)
+        return ready()
+
+    wait_until(seen, "the pipeline never got that far", run)
     os.killpg(run.pid, signal.SIGKILL)
     run.wait()
     subprocess.run(
@@ -479,17 +485,61 @@ def _kill_when(root: Path, snakemake: str, ready, check) -> None:
     )
 
 
+def _gated(faults: dict, passes: int, gate: threading.Event) -> dict:
+    """The same faults, but once `passes` requests have gone through, each waits for `gate`:
+    the files past them stay unfetched until the test opens it."""
+    count = itertools.count()
+
+    def wait_then(fault):
+        def fault_after_the_gate(handler):
+            if next(count) >= passes:
+                gate.wait(HANG_GUARD_S)
+            return fault(handler)
+
+        return fault_after_the_gate
+
+    return {path: wait_then(fault) for path, fault in faults.items()}
+
+
+def _gated_imports(folder: Path, passes: int) -> dict:
+    """An environment whose `afbench` lets `passes` model imports run and holds every other
+    one until the test ends it (the run is killed): a run killed once `passes` are visible is
+    killed in the middle of importing, however fast or slow the machine."""
+    folder.mkdir()
+    real = shutil.which("afbench", path=snakemake_env()["PATH"])
+    (folder / "afbench").write_text(
+        f"#!{sys.executable}\n"
+        "import os, sys, time\n"
+        "if sys.argv[1:3] == ['job', 'import-model']:\n"
+        f"    for n in range({passes}):\n"
+        "        try:\n"
+        f"            os.close(os.open({str(folder)!r} + f'/slot-{{n}}', os.O_CREAT | os.O_EXCL))\n"
+        "            break\n"
+        "        except FileExistsError:\n"
+        "            pass\n"
+        "    else:\n"
+        f"        time.sleep({HANG_GUARD_S})\n"
+        f"os.execv({real!r}, [{real!r}, *sys.argv[1:]])\n"
+    )
+    (folder / "afbench").chmod(0o755)
+    env = snakemake_env()
+    return {**env, "PATH": f"{folder}{os.pathsep}{env['PATH']}"}
+
+
 @pytest.mark.snakemake
 def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(
     tmp_path, http_release, release_files, demo_yaml
 ):
     """Kill the whole pipeline mid-fetch, then mid-import; no partial file is ever visible at
-    a final path; `snakemake --unlock && snakemake` then gives byte-identical artifacts."""
-    for rel in release_files:
-        if rel.endswith(".csv"):
-            http_release["handler"].faults[http_release["prefix"] + rel] = body(
-                release_files[rel], delay=0.4
-            )
+    a final path; `snakemake --unlock && snakemake` then gives byte-identical artifacts. Mid-way
+    by construction: the files past the fourth are held at the server, the imports past the
+    second in their job, until the run is killed."""
+    faults = {
+        http_release["prefix"] + rel: body(release_files[rel], delay=0.4)
+        for rel in release_files
+        if rel.endswith(".csv")
+    }
+    http_release["handler"].faults.update(faults)
     snakemake = str(Path(sys.executable).with_name("snakemake"))
     reference = snakemake_project(tmp_path / "a", http_release, release_files, demo_yaml)
     subprocess.run(
@@ -513,7 +563,12 @@ def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(
                 assert sha256_file(final) == sha
                 fetched.add(rel)
 
-    _kill_when(root, snakemake, lambda: len(fetched) >= 4, check_release)
+    gate = threading.Event()
+    http_release["handler"].faults.update(_gated(faults, 4, gate))
+    try:
+        _kill_when(root, snakemake, lambda: len(fetched) >= 4, check_release)
+    finally:
+        gate.set()
     assert 0 < len(fetched) < len(pins)  # killed in the middle of fetching
 
     imports = out / "imports/source-present/budget-200"
@@ -525,7 +580,8 @@ def test_sigkill_mid_run_then_rerun_gives_identical_artifacts(
             assert path.read_bytes() == expected[rel]  # never partial, never different
             seen_imports.add(rel)
 
-    _kill_when(root, snakemake, lambda: len(seen_imports) >= 2, check_imports)
+    env = _gated_imports(tmp_path / "gated", 2)
+    _kill_when(root, snakemake, lambda: len(seen_imports) >= 2, check_imports, env)
     assert 0 < len(seen_imports) < 10  # killed in the middle of importing
     assert not (imports / "summary.json").exists()
     subprocess.run(

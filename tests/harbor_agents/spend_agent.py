@@ -9,7 +9,11 @@ step with its `metrics.cost_usd` and the running total in `final_metrics.total_c
 is the running cost afbench can see. After AFBENCH_TEST_SPEND_STEPS steps it stops and reports
 the total through Harbor's agent context (`agent_result.cost_usd`). Set
 AFBENCH_TEST_SPEND_HIDDEN=1 to write no trajectory: then the cost shows only at the end, as
-with Harbor's installed agents (claude-code, codex, ...).
+with Harbor's installed agents (claude-code, codex, ...). Set AFBENCH_TEST_SPEND_UNTIL to a
+file's path to have the agent, after its steps, wait until that file exists (an hour at most):
+a test then decides when the agent ends, whatever the machine's speed; and
+AFBENCH_TEST_SPEND_STARTED to a file's path it creates as its run begins, for a test to know
+that the agent is running.
 
     PYTHONPATH=tests/harbor_agents harbor run -p TASK -a spend_agent:SpendAgent ... -e docker
 """
@@ -80,6 +84,8 @@ class SpendAgent(BaseAgent):
         hidden = self._get_env("AFBENCH_TEST_SPEND_HIDDEN") == "1"
         steps: list[dict] = []
         total = 0.0
+        if started := self._get_env("AFBENCH_TEST_SPEND_STARTED"):
+            open(started, "a").close()
         for number in range(1, count + 1):
             await asyncio.sleep(step_s)
             total += step_usd
@@ -95,3 +101,8 @@ class SpendAgent(BaseAgent):
             )
             if not hidden:
                 self.write_trajectory(steps, total)
+        until = self._get_env("AFBENCH_TEST_SPEND_UNTIL")
+        for _ in range(36_000):
+            if not until or os.path.exists(until):
+                break
+            await asyncio.sleep(0.1)
