@@ -516,6 +516,8 @@ SPEND_SETTINGS = [
     "AFBENCH_TEST_SPEND_STEP_S",
     "AFBENCH_TEST_SPEND_STEPS",
     "AFBENCH_TEST_SPEND_HIDDEN",
+    "AFBENCH_TEST_SPEND_STARTED",  # the agent says it began (a file the test waits for)
+    "AFBENCH_TEST_SPEND_UNTIL",  # the agent ends only once this file exists
     "AFBENCH_TEST_AGENT_COST_USD",
 ]
 
