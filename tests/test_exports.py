@@ -159,13 +159,18 @@ def test_a_paper_table_holds_no_local_run(demo, tmp_path):
         export(demo, tmp_path / "x", "--format", "latex", "--run", "verdicts-three")
 
 
-def test_names_are_escaped_and_cannot_reorder_the_table(demo, tmp_path):
-    root = tmp_path / "hostile"
+def _leader_named(demo: Path, root: Path, name: str) -> Path:
+    """A copy of the demo's results whose leader's display name is `name`."""
     shutil.copytree(demo, root)
     path = root / "report/analysis.json"
     analysis = json.loads(path.read_text())
-    analysis["leaderboard"][0]["display_name"] = "A | b_\u202eevil\u200f $x^2$ \\ {&} <i>"
+    analysis["leaderboard"][0]["display_name"] = name
     path.write_text(json.dumps(analysis))
+    return root
+
+
+def test_names_are_escaped_and_cannot_reorder_the_table(demo, tmp_path):
+    root = _leader_named(demo, tmp_path / "hostile", "A | b_\u202eevil\u200f $x^2$ \\ {&} <i>")
     (md,) = export(root, tmp_path / "md", "--format", "markdown")
     row = md.read_text().splitlines()[4]
     assert row.count(" | ") == 7  # the name's pipe does not make a column
@@ -180,12 +185,7 @@ def test_names_are_escaped_and_cannot_reorder_the_table(demo, tmp_path):
 def test_an_entity_in_a_name_stays_text(demo, tmp_path):
     """Unescaped, `&#x202E;` is the right-to-left override itself once the Markdown is
     rendered, and `&lt;b&gt;` the text <b>, not what the name says."""
-    root = tmp_path / "entities"
-    shutil.copytree(demo, root)
-    path = root / "report/analysis.json"
-    analysis = json.loads(path.read_text())
-    analysis["leaderboard"][0]["display_name"] = "x&#x202E;y &lt;b&gt; &amp;"
-    path.write_text(json.dumps(analysis))
+    root = _leader_named(demo, tmp_path / "entities", "x&#x202E;y &lt;b&gt; &amp;")
     (md,) = export(root, tmp_path / "md", "--format", "markdown")
     assert "| x\\&#x202E;y \\&lt;b\\&gt; \\&amp; |" in md.read_text()
     (tex,) = export(root, tmp_path / "tex", "--format", "latex")

@@ -939,9 +939,10 @@ def one_per_trial(read: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
             kept[key] = (file, receipt)
             continue
         first_file, first = kept[key]
-        for problem in receipt_of_trial(receipt, first, first_file):
-            problem.file = file
-            raise AfbenchError(problems=[problem])
+        differing = receipt_of_trial(receipt, first, first_file)
+        if differing:
+            differing[0].file = file
+            raise AfbenchError(problems=differing)
     ordered = [kept[key] for key in sorted(kept)]
     total = 0.0
     for file, receipt in ordered:

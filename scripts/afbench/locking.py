@@ -397,13 +397,6 @@ def _remove_if_empty(folders: list[Path]) -> None:
             return  # not empty (the command wrote there) or not ours to remove
 
 
-def _may_create(path: Path) -> bool:
-    folder = path.parent
-    while not folder.exists() and folder != folder.parent:
-        folder = folder.parent
-    return os.access(folder, os.W_OK)
-
-
 @contextmanager
 def writing(
     targets: Iterable[Path | str], *, on_wait: Callable[[str, dict | None], None] | None
@@ -415,13 +408,13 @@ def writing(
     nothing can be created (a read-only parent) is written unlocked, as before."""
     locks = {output_lock_path(target): str(target) for target in targets}
     with ExitStack() as stack:
-        for lock in sorted(locks, reverse=True):
-            # folders made only to hold a lock go again if the command left nothing in them,
-            # so a refused command leaves no trace; they run after every lock is let go
-            stack.callback(_remove_if_empty, _missing_folders(lock.parent))
         for lock in sorted(locks):
-            if not _may_create(lock):
+            missing = _missing_folders(lock.parent)
+            if not os.access(missing[-1].parent if missing else lock.parent, os.W_OK):
                 continue
+            # folders made only to hold this lock go again, after it is let go, if the command
+            # left nothing in them: a refused command leaves no trace
+            stack.callback(_remove_if_empty, missing)
             target = locks[lock]
 
             def busy(who: dict | None, target: str = target) -> AfbenchError:

@@ -457,10 +457,6 @@ def plan(
             {
                 "smallest_p_holm": smallest,
                 "decidable": smallest < alpha,
-            }
-        )
-        sources.update(
-            {
                 "test": stats.SIGN_FLIP_METHOD,
                 "method": SIGN_FLIP_POWER_METHOD,
                 "draws": draws,

@@ -240,7 +240,7 @@ def _stop_signals():
                 signal.signal(number, handler)
 
 
-def _tell(text: str) -> None:
+def tell(text: str) -> None:
     """One line on standard error, if it is open: with it closed from the start (2>&-,
     sys.stderr is None, and print would write to standard output instead) or closed since
     (EBADF, EPIPE), the line is lost but the exit status still says how the command ended."""
@@ -289,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             return done.code if isinstance(done.code, int) else 2
         except KeyboardInterrupt as stop:
             signum = getattr(stop, "signum", signal.SIGINT)
-            _tell(_interrupted_message(signum))
+            tell(_interrupted_message(signum))
             return 128 + signum
         from ..fsutil import command_files
 
@@ -298,23 +298,23 @@ def main(argv: list[str] | None = None) -> int:
         with command_files():
             try:
                 for line in args.handler(args) or []:
-                    _tell(printable(f"afbench: warning: {line}", 4000))
+                    tell(printable(f"afbench: warning: {line}", 4000))
             except AfbenchError as exc:
-                _tell(f"afbench: error: {exc}{_written_before()}")
+                tell(f"afbench: error: {exc}{_written_before()}")
                 return 2
             except NotHeld as failed:
-                _tell(printable(f"afbench: {failed}", 4000))
+                tell(printable(f"afbench: {failed}", 4000))
                 return 1
             except OSError as exc:
                 where = f"{exc.filename}: " if exc.filename else ""
-                _tell(
+                tell(
                     printable(f"afbench: error: {where}{exc.strerror or exc}", 4000)
                     + _written_before()
                 )
                 return 2
             except KeyboardInterrupt as stop:
                 signum = getattr(stop, "signum", signal.SIGINT)
-                _tell(printable(_interrupted_message(signum), 4000))
+                tell(printable(_interrupted_message(signum), 4000))
                 return 128 + signum
     return 0
 

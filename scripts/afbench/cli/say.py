@@ -11,7 +11,6 @@ silences these lines (and the progress bars); warnings and errors are always sho
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable
 
 from .. import kinds
@@ -25,17 +24,13 @@ def listener(quiet: bool) -> Callable[[object, list[str]], None]:
     """The fsutil listener of one command: prints each line at once (so a long command shows
     what it has done so far), or nothing with `quiet`."""
 
-    def tell(about: object, paths: list[str]) -> None:
-        stream = sys.stderr  # None when the command started with it closed (2>&-)
-        if quiet or stream is None:
-            return
-        try:
-            stream.write(printable(line(about, paths), MAX_LINE) + "\n")
-            stream.flush()
-        except (OSError, ValueError):  # standard error closed: the outputs are written anyway
-            pass
+    from . import tell
 
-    return tell
+    def said(about: object, paths: list[str]) -> None:
+        if not quiet:  # with standard error closed, the outputs are written anyway
+            tell(printable(line(about, paths), MAX_LINE))
+
+    return said
 
 
 def line(about: object, paths: list[str]) -> str:
