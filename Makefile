@@ -9,21 +9,30 @@ RUN_STAMP := $(VENV)/.afbench-run-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"
 
-.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker docs-image schemas
+.PHONY: setup demo official test test-fast lint format bench clean harbor slurm docker docs-image schemas lock
 
 setup: $(STAMP)
 
-# ci/install.py installs with uv (0.13.8, from PyPI) and the same pins, indexes and constraints
-# as pip, or with plain pip when uv cannot be installed (AFBENCH_INSTALLER=pip: pip only)
-$(STAMP): pyproject.toml
+# ci/install.py installs one lock of requirements/ (every package, transitive ones too, at its
+# version and hashes), then afbench editable without dependencies: with uv (0.13.8, from PyPI)
+# from the same indexes and constraints as pip, or with plain pip when uv cannot be installed
+# (AFBENCH_INSTALLER=pip: pip only). It refuses a lock written from another pyproject.toml.
+$(STAMP): pyproject.toml requirements/test.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python ci/install.py '.[test,parquet]'
+	$(BIN)/python ci/install.py requirements/test.txt
 	touch $(STAMP) $(RUN_STAMP)
 
-$(RUN_STAMP): pyproject.toml
+$(RUN_STAMP): pyproject.toml requirements/run.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python ci/install.py .
+	$(BIN)/python ci/install.py requirements/run.txt
 	touch $(RUN_STAMP)
+
+# After changing a dependency in pyproject.toml: write the locks again (requirements/test.txt
+# for `make setup`, requirements/run.txt for `make demo`, resolved within test.txt's versions)
+# with uv 0.13.8, for every platform on Python >= 3.11, then match environment.yml and
+# workflow/envs/afbench.yaml to them (tests/test_packaging.py checks all four agree).
+lock:
+	$(PYTHON) ci/lock.py
 
 demo: $(RUN_STAMP)
 	$(ACTIVATE) snakemake --profile profiles/default
