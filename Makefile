@@ -29,8 +29,8 @@ $(RUN_STAMP): pyproject.toml requirements/run.txt
 
 # After changing a dependency in pyproject.toml: write the locks again (requirements/test.txt
 # for `make setup`, requirements/run.txt for `make demo`, resolved within test.txt's versions)
-# with uv 0.13.8, for every platform on Python >= 3.11, then match environment.yml and
-# workflow/envs/afbench.yaml to them (tests/test_packaging.py checks all four agree).
+# with uv 0.13.8, for every platform on Python >= 3.11. environment.yml and the rules' conda
+# environment install the locks themselves (tests/test_packaging.py checks all four agree).
 lock:
 	$(PYTHON) ci/lock.py
 
@@ -85,13 +85,13 @@ test-fast: setup
 	$(ACTIVATE) $(TEST_ENV) AFBENCH_QUICK_PROPERTIES=1 python -m pytest -n auto -m "not snakemake and not slurm and not harbor and not docker and not browser and not large"
 
 lint: setup
-	$(BIN)/ruff check scripts tests bench
-	$(BIN)/ruff format --check scripts tests bench
+	$(BIN)/ruff check scripts tests bench ci
+	$(BIN)/ruff format --check scripts tests bench ci
 	$(BIN)/snakefmt --check workflow
 	$(ACTIVATE) snakemake --profile profiles/default --lint
 
 format: setup
-	$(BIN)/ruff format scripts tests bench
+	$(BIN)/ruff format scripts tests bench ci
 	$(BIN)/snakefmt workflow
 
 bench: setup

@@ -26,6 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 UV = "uv==0.13.8"
 # the lock's header line that names the pyproject.toml it was written from
 DIGEST_LINE = "# pyproject-dependencies-sha256: "
+# the Python the locks are resolved for: the oldest pyproject.toml allows, CI's, the conda envs'
+PYTHON = "3.11"
 DEPENDENCY_KEYS = ("requires-python", "dependencies", "optional-dependencies")
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
 # pip's options that choose where packages come from, as uv's flags (each may hold several
@@ -95,7 +97,9 @@ def uv_sources(settings: dict[str, list[str]]) -> list[str]:
 
 def uv_commands(uv: str, settings: dict[str, list[str]], lock: str) -> list[list[str]]:
     install = [uv, "pip", "install", "--python", sys.executable, "--compile-bytecode"]
-    install += uv_sources(settings)
+    # a lock pins every package already, and uv's hash-checking mode would demand hashes of a
+    # constraints file's lines too: pip's constraints are for resolving (make lock), not here
+    install += uv_sources({k: v for k, v in settings.items() if k != "constraint"})
     return [
         [*install, "--require-hashes", "--requirement", lock],
         [*install, "--no-deps", "--editable", str(REPO)],

@@ -17,10 +17,17 @@ import sys
 import tempfile
 from pathlib import Path
 
-from install import DIGEST_LINE, REPO, dependency_digest, installed_uv, pip_settings, uv_sources
+from install import (
+    DIGEST_LINE,
+    PYTHON,
+    REPO,
+    dependency_digest,
+    installed_uv,
+    pip_settings,
+    uv_sources,
+)
 
 LOCKS = REPO / "requirements"
-PYTHON = "3.11"  # the oldest Python pyproject.toml allows; CI's
 
 
 def compile_lock(uv: Path, sources: list[str], out: Path, extras: list[str], constraint=None):
