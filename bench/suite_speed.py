@@ -6,6 +6,7 @@ process tree (RUSAGE_CHILDREN) and the load when it started. The set-up (`make s
 the Docker engine must be up (ci/slurm-up.sh, ci/docker-up.sh), as CI starts them.
 
     python bench/suite_speed.py            # writes bench/work/suite-speed.txt and prints it
+                                           # (each step's output: bench/work/suite-speed/)
     python bench/suite_speed.py --fast     # make test-fast only
 """
 
@@ -24,12 +25,14 @@ REPO = Path(__file__).resolve().parents[1]
 WORK = REPO / "bench" / "work" / "suite-speed"
 
 
-def timed(cmd: list[str], cwd: Path, env: dict) -> tuple[float, float, int, str]:
+def timed(cmd: list[str], cwd: Path, env: dict, log: Path) -> tuple[float, float, int, str]:
+    """Run cmd, its output kept in log (make test's 25 slowest tests are there)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    log.write_text(done.stdout + done.stderr)
     cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     closing = next(
         (line for line in reversed(done.stdout.splitlines()) if " in " in line and "=" in line),
@@ -77,9 +80,10 @@ def main() -> None:
         f"# a fresh clone of {head}; {machine()}",
         f"{'step':<42} {'wall s':>8} {'CPU s':>8} {'load':>5}  result",
     ]
-    for name, cmd in steps:
+    for number, (name, cmd) in enumerate(steps):
         load = os.getloadavg()[0]
-        wall, cpu, code, closing = timed(cmd, root, env)
+        log = WORK / f"{head}-step-{number}.log"
+        wall, cpu, code, closing = timed(cmd, root, env, log)
         result = closing if code == 0 else f"FAILED (exit {code}) {closing}"
         lines.append(f"{name:<42} {wall:>8.1f} {cpu:>8.1f} {load:>5.2f}  {result}")
         print(lines[-1], flush=True)
