@@ -4,7 +4,7 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.afbench-installed
-# what the pipeline needs and nothing else (no test tools, no pyarrow): all `make demo` installs
+# what the pipeline needs and nothing else (no test tools): all `make demo` installs
 RUN_STAMP := $(VENV)/.afbench-run-installed
 # the rules call `afbench` from the active environment: run Snakemake with the venv on PATH
 ACTIVATE := PATH="$(CURDIR)/$(BIN):$$PATH"

@@ -1,5 +1,5 @@
 """Write the locks of requirements/ from pyproject.toml (`make lock`): test.txt for
-`.[test,parquet]` (`make setup`, the tests), run.txt for the pipeline alone (`make demo`). Each
+`.[test]` (`make setup`, the tests), run.txt for the pipeline alone (`make demo`). Each
 holds every package, transitive ones too, at one version with its hashes, for every platform
 on Python >= 3.11 (uv 0.13.8's universal resolution, from the sources this machine's pip is
 configured with), and records the digest of the pyproject.toml dependencies it was written from.
@@ -62,7 +62,7 @@ def main() -> int:
     LOCKS.mkdir(exist_ok=True)
     test = LOCKS / "test.txt"
     try:
-        compile_lock(uv, sources, test, ["test", "parquet"])
+        compile_lock(uv, sources, test, ["test"])
         with tempfile.NamedTemporaryFile("w", suffix=".txt") as within:
             within.write(pins(test))
             within.flush()

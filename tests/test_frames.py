@@ -394,13 +394,13 @@ def without_pyarrow(*argv: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
 
 
-def test_without_pyarrow_csv_is_the_same_and_parquet_one_error_naming_the_extra(demo, tmp_path):
+def test_without_pyarrow_csv_is_the_same_and_parquet_one_error_naming_the_lock(demo, tmp_path):
     out = tmp_path / "tables"
     done = without_pyarrow(
         "export", "--root", str(demo), "--format", "parquet", "--output-dir", str(out)
     )
     assert done.returncode == 2
-    assert "afbench[parquet]" in done.stderr and "Traceback" not in done.stderr
+    assert "requirements/run.txt (pyarrow)" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
     done = without_pyarrow(
         "export", "--root", str(demo), "--format", "csv", "--output-dir", str(out)

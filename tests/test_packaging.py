@@ -83,7 +83,7 @@ def test_every_pin_of_pyproject_is_the_locks_version():
     project = _project()
     extras = project["optional-dependencies"]
     runtime = _pins(project["dependencies"])
-    tested = _pins(project["dependencies"] + extras["test"] + extras["parquet"])
+    tested = _pins(project["dependencies"] + extras["test"])
     for name, pins in (("run.txt", runtime), ("test.txt", tested)):
         locked = _here(_lock(name))
         assert {package: locked.get(package) for package in pins} == pins, name

@@ -586,8 +586,7 @@ def _export_args(p):
         "--format",
         choices=["csv", "parquet", "markdown", "latex", "eee"],
         required=True,
-        help="csv/parquet: the tables (parquet needs the optional extra: pip install "
-        "'afbench[parquet]'); markdown/latex: the leaderboard as a paper table of one "
+        help="csv/parquet: the tables; markdown/latex: the leaderboard as a paper table of one "
         "condition and budget; eee: Every Eval Ever 0.3.0 aggregate records",
     )
     p.add_argument(
