@@ -17,6 +17,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections import Counter
 from pathlib import Path
@@ -246,6 +247,45 @@ def shell(root: Path, text: str, env: dict, timeout=900) -> subprocess.Completed
     )
 
 
+def shell_until(root: Path, text: str, env: dict, line: str, timeout=900):
+    """A README shell block started as written, in `root`, once it has said a line starting
+    with `line`: the function that waits for its end and gives what it said."""
+    running = subprocess.Popen(
+        ["bash", "-e", "-c", text],
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for said_line in running.stdout:
+            lines.append(said_line)
+            if said_line.startswith(line):
+                seen.set()
+        seen.set()  # it ended without saying it: the caller's assertions say so
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert seen.wait(timeout), f"the block never said {line!r}"  # a hang guard
+
+    def ended() -> subprocess.CompletedProcess:
+        code = running.wait(timeout)
+        reader.join(timeout)
+        return subprocess.CompletedProcess(running.args, code, "".join(lines), "")
+
+    return ended
+
+
+def slurm(action: str, job_id: str) -> None:
+    """scontrol suspend or resume of one SLURM job, which must still be in the queue."""
+    done = subprocess.run(["scontrol", action, job_id], capture_output=True, text=True)
+    assert done.returncode == 0, f"scontrol {action} {job_id}: {done.stderr}"
+
+
 @pytest.mark.snakemake
 @pytest.mark.harbor
 @pytest.mark.docker
@@ -365,8 +405,7 @@ def test_execute_on_slurm_killed_and_rerun_at_once_runs_every_trial_exactly_once
     assert f"snakemake execute {' '.join(args)}" in block
     # everything but the trials is light work that runs where Snakemake runs (localrules)
     snakemake(root, "plans", *args)
-    # each trial's rule command, for a duplicate submission below (asked for now: the window
-    # while the first copy runs, ~13 s, is short)
+    # each trial's rule command, for a duplicate submission below
     dry = snakemake(root, "execute", "-n", "-p", *args)
 
     def controller(*extra: str) -> subprocess.Popen:
@@ -390,6 +429,9 @@ def test_execute_on_slurm_killed_and_rerun_at_once_runs_every_trial_exactly_once
     assert len(running) == 1, f"not one trial holding its lock: {running}"
     [(lock, holder)] = running.items()
     os.killpg(first.pid, signal.SIGKILL)  # the controller dies; its SLURM job goes on
+    # and SLURM holds it still (suspended, its lock held) until both later copies have seen it
+    # running, so what they see does not depend on how long its trial takes
+    slurm("suspend", holder["slurm_job_id"])
     said_first = first.communicate()[0]
     assert "submitted" in said_first.lower() and "slurm" in said_first.lower(), said_first[-3000:]
     trial = lock.name.removesuffix(".lock")
@@ -428,7 +470,10 @@ def test_execute_on_slurm_killed_and_rerun_at_once_runs_every_trial_exactly_once
         f"afbench: trial {trial} is running elsewhere (host {holder['host']}, pid "
         f"{holder['pid']}, SLURM job {holder['slurm_job_id']}" in waiting
     )
-    rerun = shell(root, block, env)  # the README's lines, at once, while the first copy runs
+    # the README's lines, at once, while the first copy runs; it goes on once they saw it
+    rerun = shell_until(root, block, env, "afbench execute: trial " + trial)
+    slurm("resume", holder["slurm_job_id"])
+    rerun = rerun()
     assert rerun.returncode == 0, said(rerun)[-3000:]
     summary = [x for x in said(rerun).splitlines() if x.startswith("afbench execute: ")]
     assert (
