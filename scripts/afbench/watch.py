@@ -287,11 +287,9 @@ def _rate(made: dict) -> str:
 def _duration(seconds: float | None) -> str:
     if seconds is None:
         return "unknown"
-    whole = int(math.ceil(seconds))
-    hours, rest = divmod(whole, 3600)
-    return (
-        f"{hours}h{rest // 60:02d}m{rest % 60:02d}s" if hours else f"{rest // 60}m{rest % 60:02d}s"
-    )
+    hours, rest = divmod(math.ceil(seconds), 3600)
+    minutes, rest = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{rest:02d}s" if hours else f"{minutes}m{rest:02d}s"
 
 
 COLUMNS = (
