@@ -17,6 +17,7 @@ import pytest
 
 from afbench import ledger, watch
 from afbench.cli import main
+from afbench.errors import AfbenchError
 from afbench.fsutil import json_bytes
 from afbench.kinds import RELEASE, RUN_PLAN, TRIAL_RECEIPT
 from afbench.kinds.execution import SIDE, TRIAL
@@ -273,9 +274,14 @@ def test_a_last_line_still_being_appended_is_left_for_the_next_look(run):
         log.write(whole[25:])
     after = look(run)
     assert after["configurations"][1]["running"] == before["configurations"][1]["running"] + 1
+    # a tail that can never become a line (afbench begins each with `{"`) is refused at once
+    foreign = run["ledger"].with_name("foreign.jsonl")
+    foreign.write_bytes(b"not a ledger")
+    with pytest.raises(AfbenchError, match=f"{foreign}: row 1"):
+        watch.snapshot(foreign)
     # the trial jobs themselves still refuse a line without its newline that is not JSON
     run["ledger"].write_bytes(run["ledger"].read_bytes() + whole[:25])
-    with pytest.raises(Exception, match="row"):
+    with pytest.raises(AfbenchError, match="row"):
         ledger.read_entries(run["ledger"])
 
 

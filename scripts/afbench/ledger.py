@@ -179,7 +179,9 @@ def read_entries(ledger: Path, *, settled_only: bool = False) -> list[dict]:
     ]
     _READ[key] = (data[:cut], lines + len(fresh), whole)
     tail = data[cut:]
-    if tail.strip() and not settled_only:  # a last line without its newline: never kept
+    # a line being appended begins as afbench writes every line, `{"`: any other tail never
+    # becomes an entry, so it is refused at once even by a reader that waits for the rest
+    if tail.strip() and not (settled_only and tail.startswith(b'{"')):  # never kept as known
         return [*whole, _entry(tail, str(ledger), lines + len(fresh) + 1)]
     return list(whole)
 
