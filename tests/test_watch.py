@@ -406,3 +406,74 @@ def test_a_trial_job_rewrites_the_status_page_whole_once_its_receipt_is_written(
     assert sorted(p.name for p in executed.iterdir()) == ["one", "status.html"]
     [paid] = snap["configurations"]
     assert paid["refused"] == 1 and snap["over"] is True
+
+
+# --- a sealed sequential comparison -----------------------------------------------------------
+def write_step(folder: Path, step: int, *, next_trials: list[dict], looks=(), stopped=False):
+    from afbench.kinds import SEQUENTIAL_RUN
+    from afbench.kinds.execution import COMPARISON
+
+    record = declared(
+        SEQUENTIAL_RUN,
+        comparison=declared(COMPARISON, selection="s", a="oracle", b="nop"),
+        step=step,
+        decision="A better" if stopped else "continue",
+        stopped=stopped,
+        stopped_by="decision" if stopped else None,
+        tasks_counted=len(looks) and looks[-1]["tasks"],
+        horizon=4,
+        looks=list(looks),
+        next_trials=next_trials,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"step-{step}.json").write_bytes(json_bytes(record))
+
+
+def test_a_sealed_comparison_shows_its_evidence_and_next_look_and_ends_when_it_stops(tmp_path):
+    from afbench.kinds.execution import LOOK
+
+    path, receipts, steps = tmp_path / "jobs.ledger.jsonl", tmp_path / "execute", tmp_path / "seq"
+    pair = [
+        {"task_id": "t1", "configuration": side, "label": label, "attempt": 1}
+        for side, label in (("a", "oracle"), ("b", "nop"))
+    ]
+    write_step(steps, 0, next_trials=pair)
+    for name, agent in (("o1", "oracle"), ("n1", "nop")):
+        ledger.start(path, trial(name, agent), 0, None)
+    snap = watch.snapshot(path, receipts, [], steps)
+    assert [(c["label"], c["running"], c["left"]) for c in snap["configurations"]] == [
+        ("nop", 1, 0),
+        ("oracle", 1, 0),
+    ]
+    assert snap["sequential"]["next_look_tasks"] == 1 and not snap["over"]
+    assert "no look yet; next look at 1 task(s)" in watch.lines(snap)[-1]
+    for name, agent, outcome in (("o1", "oracle", "accepted"), ("n1", "nop", "rejected")):
+        ledger.finish(path, trial(name, agent), [0.0], paid=False, cap_usd=0)
+        write_receipt(receipts, name, outcome, agent=agent)
+    assert not watch.snapshot(path, receipts, [], steps)["over"]  # the next step is decided
+    look_ = declared(
+        LOOK,
+        tasks=1,
+        favour_a={"pairs": 1, "for_a": 1},
+        favour_b={"pairs": 1, "for_a": 1},
+        boundary_for_a=1,
+        boundary_for_b=2,
+        e_a=3.0,
+        e_b=0.0,
+        decision="A better",
+    )
+    write_step(steps, 1, next_trials=[], looks=[look_], stopped=True)
+    snap = watch.snapshot(path, receipts, [], steps)
+    seq = snap["sequential"]
+    assert (seq["step"], seq["e_a"], seq["for_a"], seq["boundary_for_a"]) == (1, 3.0, 1, 1)
+    assert (seq["for_b"], seq["boundary_for_b"], seq["next_look_tasks"]) == (0, 2, None)
+    assert snap["over"] and "stopped (decision)" in watch.lines(snap)[-1]
+
+
+def test_the_view_s_flags_on_ledger_need_follow(run):
+    code, out, err = afbench("ledger", f"--ledger={run['ledger']}", "--once")
+    assert code == 2 and out == ""
+    [refusal] = refusal_lines(err)
+    assert "field '--once'" in refusal and "expected --follow with it" in refusal, refusal
+    code, _, err = afbench("ledger", f"--ledger={run['ledger']}", "--follow", "--release-dead")
+    assert code == 2 and "field '--release-dead'" in err, err

@@ -27,7 +27,6 @@ from datetime import datetime
 from pathlib import Path
 
 from . import ledger
-from .errors import AfbenchError
 from .fsutil import atomic_write_bytes
 from .kinds import RUN_PLAN, SEQUENTIAL_RUN, TRIAL_RECEIPT
 from .plan import plan_label
@@ -419,13 +418,3 @@ def follow(
         if snap["over"]:
             return snap
         wait(interval_s)
-
-
-def check_inputs(ledger_path: Path, receipts_dir: Path | None) -> None:
-    if receipts_dir is not None and Path(receipts_dir).exists() and not Path(receipts_dir).is_dir():
-        raise AfbenchError(
-            "the trial receipts' folder is not a folder",
-            file=str(receipts_dir),
-            expected="results/<revision>/execute",
-            found="a file",
-        )

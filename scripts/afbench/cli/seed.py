@@ -793,6 +793,16 @@ def ledger_command(args):
             )
         watch_command(args)
         return
+    view = {"--receipts": args.receipts, "--plan": args.plan, "--steps": args.steps}
+    view |= {"--max-cost-usd": args.max_cost_usd, "--once": args.once, "--json": args.json}
+    given = [flag for flag, value in view.items() if value not in (None, False, [])]
+    if given:
+        raise AfbenchError(
+            f"{given[0]} is a flag of the live view",
+            field=given[0],
+            expected="--follow with it",
+            found="no --follow",
+        )
     for line in summary_lines(args.ledger, close_dead=args.release_dead):
         print(printable(line, 4000))
 
