@@ -477,3 +477,80 @@ def test_the_view_s_flags_on_ledger_need_follow(run):
     assert "field '--once'" in refusal and "expected --follow with it" in refusal, refusal
     code, _, err = afbench("ledger", f"--ledger={run['ledger']}", "--follow", "--release-dead")
     assert code == 2 and "field '--release-dead'" in err, err
+
+
+# --- a real run -----------------------------------------------------------------------------------
+COST_RUN = """\
+selections:
+  exec-one: {tasks: [demo_s01_t001]}
+plans:
+  harbor: .harbor-venv/bin/harbor
+  environment_type: docker
+  items: [{selection: exec-one, agent: "cost_agent:CostAgent"}]
+execute:
+  items: [{selection: exec-one, agent: "cost_agent:CostAgent"}]
+  attempts: 2
+  allow_model_agents: true
+  max_cost_usd: 400
+  pass_env: [PYTHONPATH, AFBENCH_TEST_AGENT_COST_USD]
+"""
+
+
+@pytest.mark.snakemake
+@pytest.mark.harbor
+@pytest.mark.docker
+def test_watch_follows_a_real_execute_to_its_end(demo_project, tmp_path):
+    """`afbench watch` started before `snakemake execute` of the model-free cost agent (USD 500
+    a trial against a USD 400 ceiling: the first runs, the second is refused) ends with the
+    run, its last lines the run's figures, and the trial jobs leave the status page."""
+    import html
+    import shutil
+
+    from test_execute import as_checkout, shell
+
+    from conftest import demo_revision, docker_skip_reason, harbor_skip_reason
+
+    reason = harbor_skip_reason() or docker_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    root = tmp_path / "project"
+    shutil.copytree(demo_project, root, symlinks=True)
+    env = as_checkout(root)
+    (root / "my-cost-run.yaml").write_text(COST_RUN)
+    configs = "--configfile config/demo.yaml my-cost-run.yaml"
+    sealed = shell(root, f". .venv/bin/activate\nsnakemake preregister {configs}\n", env)
+    assert sealed.returncode == 0, (sealed.stdout + sealed.stderr)[-3000:]
+    out = root / "results" / demo_revision()
+    live, executed = out / "jobs.ledger.jsonl", out / "execute"
+    plan = executed / "run-plans" / "exec-one" / "cost_agent__CostAgent.json"
+    viewer = subprocess.Popen(
+        [
+            *[AFBENCH, "watch", f"--ledger={live}", f"--receipts={executed}", f"--plan={plan}"],
+            "--interval-s=0.2",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        ran = shell(
+            root,
+            ". .venv/bin/activate\n"
+            "PYTHONPATH=$PWD/tests/harbor_agents${PYTHONPATH:+:$PYTHONPATH} "
+            f"AFBENCH_TEST_AGENT_COST_USD=500 snakemake execute --cores 1 {configs}\n",
+            env,
+        )
+        assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+        seen, err = viewer.communicate(timeout=HANG_GUARD_S)
+    finally:
+        viewer.kill()
+    assert viewer.returncode == 0, err
+    snap = watch.snapshot(live, executed, [plan])
+    assert seen.splitlines()[-2:] == watch.lines(snap)
+    [made] = snap["configurations"]
+    assert (made["planned"], made["done"], made["refused"], made["left"]) == (2, 1, 1, 0)
+    assert (made["spent_usd"], snap["money"]["ceiling_usd"], snap["over"]) == (500.0, 400.0, True)
+    page = (executed / "status.html").read_text()
+    row = "".join(f"<td>{html.escape(show(made))}</td>" for _, show in watch.COLUMNS)
+    assert f"<tr>{row}</tr>" in page  # the last trial job drew the run's final figures
+    assert '<meta http-equiv="refresh"' not in page  # the run had ended at the last trial
