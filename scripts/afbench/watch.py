@@ -127,6 +127,87 @@ def _sequential(step: dict | None) -> dict | None:
     }
 
 
+def _count_ledger(row: Callable[[str], dict], entries: list[dict], now: dict) -> dict:
+    """Each configuration's money and its running and held trials, from the ledger; returns
+    the durations of its finished trials (start to finish), by configuration."""
+    durations: dict[str, list[float]] = {}
+    started: dict[str, str] = {}
+    for entry in entries:
+        label = plan_label(entry["agent"], entry["model"])
+        event = entry["event"]
+        if event == "start":
+            started[entry["job_name"]] = entry["at"]
+        elif event == "finish":
+            row(label)["spent_usd"] += entry["cost_usd"]
+            since = started.pop(entry["job_name"], None)
+            took = None if since is None else _seconds(since, entry["at"])
+            if took is not None and took >= 0:
+                durations.setdefault(label, []).append(took)
+        elif event == "interrupted":
+            row(label)["held"] += 1
+            row(label)["held_usd"] += entry["held_usd"]
+            started.pop(entry["job_name"], None)
+        elif event == "released":
+            started.pop(entry["job_name"], None)
+    for entry in now["starts"].values():
+        made = row(plan_label(entry["agent"], entry["model"]))
+        made["running"] += 1
+        made["open_usd"] += entry["worst_case_usd"]
+    return durations
+
+
+def _count_receipts(row: Callable[[str], dict], receipts: list[tuple[str, dict]]) -> dict:
+    """Each configuration's closed trials and their outcomes, from the receipts; returns the
+    (task, attempt) of each configuration's receipts."""
+    receipted: dict[str, set[tuple[str, int]]] = {}
+    for _, receipt in receipts:
+        label = plan_label(receipt["plan"]["agent"], receipt["plan"]["model"])
+        made = row(label)
+        receipted.setdefault(label, set()).add((receipt["task_id"], receipt["attempt"]))
+        if receipt["refused"] is not None:
+            made["refused"] += 1
+            continue
+        made["done"] += 1
+        if receipt["outcome"] == SUCCESS:
+            made["successes"] += 1
+        elif receipt["outcome"] == REJECTION:
+            made["rejections"] += 1
+        else:
+            made["errors"] += 1
+    return receipted
+
+
+def _left_of_step(row: Callable[[str], dict], step: dict, receipted: dict) -> None:
+    """A compared configuration without a run plan: what is left is what its last step asked
+    for and has no receipt yet, but for the trials running."""
+    waiting: dict[str, int] = {}
+    for trial in step["next_trials"]:
+        if (trial["task_id"], trial["attempt"]) not in receipted.get(trial["label"], set()):
+            waiting[trial["label"]] = waiting.get(trial["label"], 0) + 1
+    for label in {t["label"] for t in step["next_trials"]}:
+        made = row(label)
+        if made["planned"] is None:
+            made["left"] = max(0, waiting.get(label, 0) - made["running"])
+
+
+def _figures(made: dict, took: list[float]) -> None:
+    """What follows from the counts: trials left, the rate and its interval, the time left."""
+    if made["planned"] is not None:
+        closed = made["done"] + made["refused"]
+        made["left"] = max(0, made["planned"] - closed - made["running"])
+    if made["done"]:
+        made["rate"] = made["successes"] / made["done"]
+        made["rate_low"], made["rate_high"] = wilson_interval(made["successes"], made["done"])
+    if took:
+        made["mean_trial_s"] = round(sum(took) / len(took), 3)
+    if made["left"] is not None and made["mean_trial_s"] is not None:
+        made["time_left_s"] = round(
+            made["mean_trial_s"] * made["left"] / max(1, made["running"]), 3
+        )
+    for key in ("spent_usd", "held_usd", "open_usd"):
+        made[key] = round(made[key], 6)
+
+
 def snapshot(
     ledger_path: Path,
     receipts_dir: Path | None = None,
@@ -153,74 +234,16 @@ def snapshot(
         side = plan["configuration"]
         made = row(side["label"])
         made["planned"] = (made["planned"] or 0) + plan["selection"]["tasks"] * side["attempts"]
-    durations: dict[str, list[float]] = {}
-    started: dict[str, str] = {}
-    for entry in entries:
-        label = plan_label(entry["agent"], entry["model"])
-        event = entry["event"]
-        if event == "start":
-            started[entry["job_name"]] = entry["at"]
-        elif event == "finish":
-            row(label)["spent_usd"] += entry["cost_usd"]
-            since = started.pop(entry["job_name"], None)
-            took = None if since is None else _seconds(since, entry["at"])
-            if took is not None and took >= 0:
-                durations.setdefault(label, []).append(took)
-        elif event == "interrupted":
-            row(label)["held"] += 1
-            row(label)["held_usd"] += entry["held_usd"]
-            started.pop(entry["job_name"], None)
-        elif event == "released":
-            started.pop(entry["job_name"], None)
-    for entry in now["starts"].values():
-        made = row(plan_label(entry["agent"], entry["model"]))
-        made["running"] += 1
-        made["open_usd"] += entry["worst_case_usd"]
-    receipted: dict[str, set[tuple[str, int]]] = {}
-    job_names = set()
-    for _, receipt in receipts:
-        label = plan_label(receipt["plan"]["agent"], receipt["plan"]["model"])
-        made = row(label)
-        job_names.add(receipt["job_name"])
-        receipted.setdefault(label, set()).add((receipt["task_id"], receipt["attempt"]))
-        if receipt["refused"] is not None:
-            made["refused"] += 1
-            continue
-        made["done"] += 1
-        if receipt["outcome"] == SUCCESS:
-            made["successes"] += 1
-        elif receipt["outcome"] == REJECTION:
-            made["rejections"] += 1
-        else:
-            made["errors"] += 1
-    sequential = _sequential(step)
+    durations = _count_ledger(row, entries, now)
+    receipted = _count_receipts(row, receipts)
     if step is not None:
-        waiting: dict[str, int] = {}
-        for trial in step["next_trials"]:
-            if (trial["task_id"], trial["attempt"]) not in receipted.get(trial["label"], set()):
-                waiting[trial["label"]] = waiting.get(trial["label"], 0) + 1
-        for label in {t["label"] for t in step["next_trials"]} | set(waiting):
-            made = row(label)
-            if made["planned"] is None:
-                made["left"] = max(0, waiting.get(label, 0) - made["running"])
-    all_durations = [s for took in durations.values() for s in took]
+        _left_of_step(row, step, receipted)
+    # a configuration with no finished trial yet is estimated from the others'
+    every = [seconds for took in durations.values() for seconds in took]
     for label, made in rows.items():
-        if made["planned"] is not None:
-            closed = made["done"] + made["refused"]
-            made["left"] = max(0, made["planned"] - closed - made["running"])
-        ran = made["done"]
-        if ran:
-            made["rate"] = made["successes"] / ran
-            made["rate_low"], made["rate_high"] = wilson_interval(made["successes"], ran)
-        took = durations.get(label) or all_durations
-        if took:
-            made["mean_trial_s"] = round(sum(took) / len(took), 3)
-        if made["left"] is not None and made["mean_trial_s"] is not None:
-            made["time_left_s"] = round(
-                made["mean_trial_s"] * made["left"] / max(1, made["running"]), 3
-            )
-        for key in ("spent_usd", "held_usd", "open_usd"):
-            made[key] = round(made[key], 6)
+        _figures(made, durations.get(label) or every)
+    sequential = _sequential(step)
+    job_names = {receipt["job_name"] for _, receipt in receipts}
     configurations = [rows[label] for label in sorted(rows)]
     committed = ledger.committed(now)
     # a configuration whose trials left are unknown leaves the run's time left unknown
