@@ -343,6 +343,10 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             ["ledger", "--ledger", at["not-a-demo"]],
             {"file": str(at["not-a-demo"]), "text": "not a regular file"},
         ),
+        "watch": (
+            ["watch", "--ledger", at["a-file"], "--receipts", at["not-a-demo"], "--once"],
+            {"file": str(at["a-file"]), "row": 1, "text": "not valid JSON"},  # no newline: foreign
+        ),
         "audit": (
             ["audit", out / "no-such-revision"],
             {"file": str(out / "no-such-revision"), "expected": "a results/<revision> folder"},
@@ -694,6 +698,7 @@ CASES = [
     "preregister",
     "decide",
     "ledger",
+    "watch",
     "audit",
     "discover",
     "diff",

@@ -222,6 +222,14 @@ def seed_commands(tree: prop.WriteTree, out: Path, checkout: Path) -> dict[str, 
             ["ledger", "--ledger", out.parent / "no-ledger-yet.jsonl"],
             [],
         ),
+        "watch": (
+            # it shows the run on standard output, and writes nothing
+            [
+                *["watch", "--ledger", out.parent / "no-ledger-yet.jsonl"],
+                *["--receipts", out.parent, "--json"],
+            ],
+            [],
+        ),
         "discover": (
             [
                 "discover",
@@ -324,6 +332,7 @@ SEED_CASES = [
     "preregister",
     "decide",
     "ledger",
+    "watch",
     "discover",
     "audit",
     "diff",

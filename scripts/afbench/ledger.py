@@ -161,8 +161,10 @@ def _entry(line: bytes, file: str, number: int) -> dict:
 _READ: dict[str, tuple[bytes, int, list[dict]]] = {}
 
 
-def read_entries(ledger: Path) -> list[dict]:
-    """Every entry of the live ledger (none if it does not exist yet), each checked."""
+def read_entries(ledger: Path, *, settled_only: bool = False) -> list[dict]:
+    """Every entry of the live ledger (none if it does not exist yet), each checked. With
+    `settled_only` (a reader that holds no lock: afbench.watch), a last line without its
+    newline is one still being appended, left for the next read instead of refused."""
     data = read_bytes(ledger, WHAT)
     key = os.path.abspath(ledger)
     known, lines, entries = _READ.get(key, (b"", 0, []))
@@ -177,7 +179,9 @@ def read_entries(ledger: Path) -> list[dict]:
     ]
     _READ[key] = (data[:cut], lines + len(fresh), whole)
     tail = data[cut:]
-    if tail.strip():  # a last line without its newline: read, never kept as known
+    # a line being appended begins as afbench writes every line, `{"`: any other tail never
+    # becomes an entry, so it is refused at once even by a reader that waits for the rest
+    if tail.strip() and not (settled_only and tail.startswith(b'{"')):  # never kept as known
         return [*whole, _entry(tail, str(ledger), lines + len(fresh) + 1)]
     return list(whole)
 

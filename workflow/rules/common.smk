@@ -118,7 +118,8 @@ def setting(flag, dpath):
 class Untracked:
     """Flags handed to a command that Snakemake does not record: it reruns a job for changed
     params only when they are plain values (text, numbers, lists), so changing these reruns
-    nothing. Only for settings that cannot change an output: how a file is downloaded."""
+    nothing. Only for settings that cannot change an output: how a file is downloaded, where
+    the status page is drawn."""
 
     def __init__(self, text):
         self.text = text
@@ -490,6 +491,9 @@ TRIAL_RUNTIME_MIN = -(
 # system), and the artifact a rule writes from it
 LIVE_LEDGER = f"{JOBS_DIR}.ledger.jsonl"
 COST_LEDGER = f"{REV}/execute/cost-ledger.json"
+# the live status page each trial job rewrites as it ends (afbench.watch), beside the receipts
+EXECUTED = f"{REV}/execute"
+STATUS_PAGE = f"{EXECUTED}/status.html"
 # the exporter's output for a selection, which imported Harbor runs are certified against:
 # only where a checkout at the pinned revision is configured
 CHECKOUT = DEMO_CHECKOUT if DEMO else config["plans"]["repository_dir"]
@@ -999,6 +1003,19 @@ def comparison_receipts():
 def comparison_plans(wildcards=None):
     """The Harbor plans of the comparison's two configurations."""
     return [f"{REV}/plans/{selection}/{label}.json" for selection, label in BATCHED.values()]
+
+
+def status_params():
+    """What a trial job's status page is drawn from: the receipts' folder, the sealed run plans
+    (each paid run's trials, to count those left) and the sealed comparison's steps. Untracked:
+    the page is no part of the trial's receipt, so a change here reruns no trial."""
+    flags = [
+        option("status-page", STATUS_PAGE),
+        option("status-receipts", EXECUTED),
+        options("status-plan", [run_plan_file(*key) for key in paid_runs()]),
+        option("status-steps", f"{EXECUTED}/sequential" if BATCHED else None),
+    ]
+    return {"status": Untracked(" ".join(f for f in flags if f))}
 
 
 def decide_params():

@@ -27,6 +27,7 @@ rule run_trial:
         cpus_per_task=EXECUTE["cpus"],
     params:
         **plan_params(),
+        **status_params(),
         task=lambda w: option("task", w.task),
         attempt=lambda w: option("attempt", w.attempt),
         env=options("env", [f"{k}={v}" for k, v in EXECUTE["env"].items()]),
@@ -45,7 +46,7 @@ rule run_trial:
         "{params.tasks_dir} {params.jobs_dir} {params.environment_type} {params.harbor} "
         "{params.task} {params.attempt} {params.env} {params.pass_env} {params.allow} "
         "{params.ceiling} {params.cap} {params.rerun} {params.meter} {params.earlier} "
-        "{params.round} {params.ledger} --output={output:q} 2> {log:q}"
+        "{params.round} {params.ledger} {params.status} --output={output:q} 2> {log:q}"
 
 
 checkpoint decide_step:

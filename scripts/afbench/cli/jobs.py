@@ -1275,6 +1275,45 @@ def _run_trial_args(p):
     )
     p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
     p.add_argument("--output", required=True, help="the trial receipt", **OUT)
+    p.add_argument(
+        "--status-page",
+        type=types.optional(types.output_path),
+        metavar="FILE|",
+        help="the run's status page, rewritten once the receipt is written (afbench.watch)",
+    )
+    p.add_argument(
+        "--status-receipts",
+        type=types.optional_input_path,
+        metavar="DIR|",
+        help="the folder of the run's trial receipts, for the status page",
+    )
+    p.add_argument("--status-plan", help="a sealed run plan, for the status page", **FILES)
+    p.add_argument(
+        "--status-steps",
+        type=types.optional_input_path,
+        metavar="DIR|",
+        help="the sealed comparison's steps, for the status page (empty: none)",
+    )
+
+
+def _write_status_page(args: argparse.Namespace) -> None:
+    """The status page after this trial: what it shows is not the trial's result, so a page
+    that cannot be written is said on standard error and the trial's receipt stands."""
+    from ..errors import AfbenchError
+    from ..watch import snapshot, write_status_page
+    from . import tell
+
+    try:
+        snap = snapshot(
+            args.ledger,
+            args.status_receipts,
+            args.status_plan,
+            args.status_steps,
+            args.max_cost_usd,
+        )
+        write_status_page(args.status_page, snap)
+    except AfbenchError as error:
+        tell(f"afbench: warning: the status page is not rewritten: {error}")
 
 
 def run_trial(args):
@@ -1311,6 +1350,8 @@ def run_trial(args):
     )
     fields = {**TRIAL_RECEIPT.body(receipt), "round": args.partial_round}
     write_json(args.output, TRIAL_RECEIPT.record(**fields))
+    if args.status_page is not None:
+        _write_status_page(args)
 
 
 # a second copy of a trial waits on the trial's own lock for as long as the first runs (hours),

@@ -771,14 +771,123 @@ def _ledger_args(p):
         help="close the holds of controllers that are gone (their lock free, their pid or "
         "SLURM job gone): released if Harbor never started, held at the cap if it did",
     )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="the live view of `afbench watch` instead, until the run ends (with its flags)",
+    )
+    _watch_view_flags(p, receipts_required=False)
 
 
 def ledger_command(args):
     from ..errors import printable
     from ..ledger import summary_lines
 
+    if args.follow:
+        if args.release_dead:
+            raise AfbenchError(
+                "--follow only reads the ledger: close dead holds without it",
+                field="--release-dead",
+                expected="--follow or --release-dead",
+                found="both",
+            )
+        watch_command(args)
+        return
+    view = {"--receipts": args.receipts, "--plan": args.plan, "--steps": args.steps}
+    view |= {"--max-cost-usd": args.max_cost_usd, "--once": args.once, "--json": args.json}
+    given = [flag for flag, value in view.items() if value not in (None, False, [])]
+    if given:
+        raise AfbenchError(
+            f"{given[0]} is a flag of the live view",
+            field=given[0],
+            expected="--follow with it",
+            found="no --follow",
+        )
     for line in summary_lines(args.ledger, close_dead=args.release_dead):
         print(printable(line, 4000))
+
+
+def _watch_view_flags(p, *, receipts_required: bool) -> None:
+    p.add_argument(
+        "--receipts",
+        required=receipts_required,
+        type=types.input_path,
+        metavar="DIR",
+        help="the trial receipts' folder (results/<revision>/execute)",
+    )
+    p.add_argument(
+        "--plan",
+        action="append",
+        default=[],
+        type=types.input_path,
+        metavar="FILE",
+        help="a sealed run plan (results/<revision>/execute/run-plans/<selection>/<label>.json): "
+        "its configuration's trials, to count those left (repeatable)",
+    )
+    p.add_argument(
+        "--steps",
+        type=types.input_path,
+        metavar="DIR",
+        help="the sealed comparison's steps (results/<revision>/execute/sequential)",
+    )
+    p.add_argument(
+        "--max-cost-usd",
+        type=types.number(),
+        metavar="USD",
+        help="the run's ceiling (default: the sealed run plans')",
+    )
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--once", action="store_true", help="one snapshot, then end")
+    view.add_argument("--json", action="store_true", help="one snapshot as one JSON record")
+    p.add_argument(
+        "--interval-s",
+        default=2.0,
+        type=types.number(above=True),
+        metavar="S",
+        help="how often the files are read again (default 2)",
+    )
+
+
+def _watch_args(p):
+    p.add_argument(
+        "--ledger",
+        required=True,
+        type=types.input_path,
+        metavar="FILE",
+        help="the live cost ledger of `snakemake execute` (results/<revision>/jobs.ledger.jsonl)",
+    )
+    _watch_view_flags(p, receipts_required=True)
+
+
+def watch_command(args):
+    from ..errors import printable
+    from ..watch import follow, lines, renderable, snapshot
+
+    def look() -> dict:
+        return snapshot(args.ledger, args.receipts, args.plan, args.steps, args.max_cost_usd)
+
+    if args.json:
+        print(json.dumps(look(), sort_keys=True))
+        return
+    if args.once or not sys.stdout.isatty():
+
+        def show(snap: dict) -> None:
+            for line in lines(snap):
+                print(printable(line, 4000), flush=True)
+
+        if args.once:
+            show(look())
+            return
+        follow(look, show, interval_s=args.interval_s)
+        return
+    from rich.live import Live
+
+    with Live(renderable(look()), auto_refresh=False) as live:
+        follow(
+            look,
+            lambda snap: live.update(renderable(snap), refresh=True),
+            interval_s=args.interval_s,
+        )
 
 
 def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
@@ -1121,6 +1230,16 @@ COMMANDS: dict[str, Command] = {
         "afbench ledger --ledger results/REV/jobs.ledger.jsonl --release-dead",
         _ledger_args,
         ledger_command,
+    ),
+    "watch": Command(
+        "the live view of a running `snakemake execute`: each configuration's trials, "
+        "outcomes, rate and money, until the run ends",
+        "afbench watch --ledger results/REV/jobs.ledger.jsonl --receipts results/REV/execute\n"
+        "afbench watch --ledger results/REV/jobs.ledger.jsonl --receipts results/REV/execute "
+        "--plan results/REV/execute/run-plans/SEL/LABEL.json --once\n"
+        "afbench ledger --ledger results/REV/jobs.ledger.jsonl --follow",
+        _watch_args,
+        watch_command,
     ),
     "audit": Command(
         "check that every artifact of a results directory agrees with what it came from",
