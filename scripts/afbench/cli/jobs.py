@@ -1109,6 +1109,31 @@ def audit_directory(args):
     return audit_into(args.manifest.parent, args.output)
 
 
+# --- the results store: this revision's tables in the dataset of every revision -----------
+def _store_results_args(p):
+    p.add_argument(
+        "--results",
+        required=True,
+        type=types.input_tree,
+        metavar="DIR",
+        help="the revision's results folder; its artifacts are found by their kind",
+    )
+    p.add_argument("--revision", required=True, type=setting("release/revision"))
+    p.add_argument(
+        "--store",
+        required=True,
+        type=types.output_dir(),
+        metavar="DIR",
+        help="the store's root: writes <table>/revision=<revision>/part-0.parquet there",
+    )
+
+
+def store_results(args):
+    from ..store import store_revision
+
+    store_revision(args.results, args.store, args.revision)
+
+
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
 def _analyse_failures_args(p):
     p.add_argument("--import", dest="imports", required=True, **FILES)
@@ -1460,6 +1485,11 @@ JOBS: dict[str, Job] = {
         "every relation between a results directory's artifacts, checked",
         _audit_directory_args,
         audit_directory,
+    ),
+    "store-results": Job(
+        "this revision's tables as Parquet in the results store of every revision",
+        _store_results_args,
+        store_results,
     ),
     "plan-power": Job(
         "the run planner: tasks for a difference, or the difference for tasks",
