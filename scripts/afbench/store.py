@@ -63,14 +63,25 @@ def _arrow_type(column):
     }[dtype]
 
 
+def declared(table: str) -> list:
+    """A table's columns as its frame has them: each name once, where it is first declared."""
+    from .frames import SPECS
+
+    first: dict = {}
+    for column in SPECS[table]:
+        first.setdefault(column.name, column)
+    return list(first.values())
+
+
 def schema(table: str):
     """A table's Arrow schema, from its column declarations."""
     import pyarrow as pa
 
-    from .frames import SPECS
-
     return pa.schema(
-        [pa.field(c.name, _arrow_type(c), metadata={"meaning": meaning(c)}) for c in SPECS[table]]
+        [
+            pa.field(c.name, _arrow_type(c), metadata={"meaning": meaning(c)})
+            for c in declared(table)
+        ]
     )
 
 
@@ -206,11 +217,9 @@ def query(root: str | os.PathLike, sql: str) -> tuple[list[str], list[tuple]]:
 
 def describe() -> list[tuple[str, str, str, str]]:
     """Every table's columns: (table, column, SQL type, meaning), `revision` last."""
-    from .frames import SPECS
-
     rows = []
     for table in TABLES:
-        for column in SPECS[table]:
+        for column in declared(table):
             rows.append((table, column.name, str(_arrow_type(column)), meaning(column)))
         rows.append((table, "revision", "string", "the release revision (the partition)"))
     return rows
