@@ -94,9 +94,10 @@ def table_parquet(frame, table: str) -> bytes:
     arrays = []
     for field in declared:
         values = frame[field.name]
-        if values.dtype.name == "category":
-            values = values.astype("string")
-        arrays.append(pa.array(values, type=field.type, from_pandas=True))
+        if values.dtype.name == "category":  # its dictionary, cast to the declared text
+            arrays.append(pa.array(values, from_pandas=True).cast(field.type))
+        else:
+            arrays.append(pa.array(values, type=field.type, from_pandas=True))
     data = pa.Table.from_arrays(arrays, schema=declared)
     sink = pa.BufferOutputStream()
     pq.write_table(
