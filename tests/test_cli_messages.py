@@ -569,10 +569,10 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
         ),
         "job store-results": (
             [
-                *["job", "store-results", f"--results={tree.root}", f"--revision={'0' * 40}"],
-                f"--store={out / 'store'}",
+                *["job", "store-results", f"--manifest={tree.catalog}", f"--revision={rev}"],
+                f"--output={out / 'x.parquet'}",
             ],
-            {"field": "release.revision", "expected": "0" * 40, "found": rev},
+            {"file": str(out / "x.parquet"), "field": "--output", "expected": "revision="},
         ),
         "job plan-power": (
             [

@@ -63,7 +63,8 @@ def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, 
     assert {k: after[k] for k in second} == second  # not even rewritten
     # the same revision written into a fresh store: the same bytes again
     results = demo_store / "results" / demo_revision()
-    written = store.store_revision(results, tmp_path / "again", demo_revision())
+    again = [store.partition(tmp_path / "again", t, demo_revision()) for t in store.TABLES]
+    written = store.store_revision(results, again, demo_revision())
     for path in written:
         relative = str(Path("store") / path.relative_to(tmp_path / "again"))
         assert hashlib.sha256(path.read_bytes()).hexdigest() == before[relative][0]
@@ -72,7 +73,9 @@ def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, 
 def test_the_wrong_revision_is_refused_by_name(demo_store, tmp_path):
     results = demo_store / "results" / demo_revision()
     with pytest.raises(AfbenchError, match="release.revision"):
-        store.store_revision(results, tmp_path / "s", SECOND)
+        store.store_revision(
+            results, [store.partition(tmp_path / "s", t, SECOND) for t in store.TABLES], SECOND
+        )
     assert not (tmp_path / "s").exists()
 
 

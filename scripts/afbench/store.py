@@ -11,7 +11,9 @@ frames' order, no timestamps, no pandas metadata, one row group, fixed compressi
 revision again writes the same bytes. Each file is replaced atomically (fsutil), and only this
 revision's partition is written: another revision's files are never touched.
 
-Only local folders: an S3 URL is refused by the setting's schema (store.root).
+The job is handed its partitions as files, so Snakemake's storage maps them as any output:
+with S3 as the default storage the store is on S3 (beside the results, under the same
+prefix); store.root itself is a local path (a URL is refused by the setting's schema).
 """
 
 from __future__ import annotations
@@ -119,13 +121,41 @@ def empty_frame(table: str):
     return typed([], table)
 
 
-def store_revision(results: str | os.PathLike, root: str | os.PathLike, revision: str) -> list:
-    """Write every table of one revision's results folder into the store at `root`: the files
-    of this revision's partitions, replaced as one unit."""
+def store_paths(outputs: list, revision: str) -> dict[str, Path]:
+    """The partition of each table, from the paths a job was handed: one store, every table
+    once, this revision's (so a job can only ever write its own partitions)."""
+    if not outputs:
+        raise AfbenchError("no partition to write", field="--output", expected="one per table")
+    root = Path(outputs[0]).parents[2]
+    wanted = {table: partition(root, table, revision) for table in TABLES}
+    given = [Path(path) for path in outputs]
+    for path in given:
+        if path not in wanted.values():
+            raise AfbenchError(
+                "not a partition of this revision in this store",
+                file=str(path),
+                field="--output",
+                expected=f"{root}/<table>/revision={revision}/{PART}, a table of {list(TABLES)}",
+            )
+    if sorted(given) != sorted(wanted.values()):
+        missing = [str(p) for p in wanted.values() if p not in given]
+        raise AfbenchError(
+            "every table's partition is written together, each once",
+            field="--output",
+            expected=", ".join(str(p) for p in wanted.values()),
+            found=f"missing {missing[0]}" if missing else "one given twice",
+        )
+    return wanted
+
+
+def store_revision(results: str | os.PathLike, outputs: list, revision: str) -> list[Path]:
+    """Write every table of one revision's results folder into its partitions of the store
+    (`outputs`: store_paths), replaced as one unit."""
     from . import frames
     from .fsutil import write_outputs
 
     assert tuple(frames.TABLES) == TABLES, "store.TABLES is not frames.TABLES"
+    paths = store_paths(outputs, revision)
     folder = frames.Folder(results)
     if folder.revision is not None and folder.revision != revision:
         raise AfbenchError(
@@ -137,10 +167,10 @@ def store_revision(results: str | os.PathLike, root: str | os.PathLike, revision
         )
     present = set(frames.available_tables(folder))
     tables = {t: frames.TABLES[t](folder) if t in present else empty_frame(t) for t in TABLES}
-    outputs = [(partition(root, t, revision), table_parquet(f, t)) for t, f in tables.items()]
+    written = [(paths[t], table_parquet(f, t)) for t, f in tables.items()]
     rows = ", ".join(f"{t} {len(f):,}" for t, f in tables.items())
-    write_outputs(outputs, about=f"store: revision {revision} (rows: {rows})")
-    return [path for path, _ in outputs]
+    write_outputs(written, about=f"store: revision {revision} (rows: {rows})")
+    return [path for path, _ in written]
 
 
 # --- SQL over the store -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ rule store_results:
     revision's files are never touched."""
     input:
         artifacts=all_artifacts(),
+        manifest=ARTIFACT_MANIFEST,
     output:
         STORE_FILES,
     log:
@@ -15,12 +16,11 @@ rule store_results:
     conda:
         AFBENCH_ENV
     params:
-        results=option("results", REV),
         revision=setting("revision", "release/revision"),
-        store=option("store", STORE_ROOT),
+        outputs=lambda w, output: options("output", output),
     shell:
-        "afbench job store-results {params.results} {params.revision} {params.store} "
-        "> {log:q} 2>&1"
+        "afbench job store-results --manifest={input.manifest:q} {params.revision} "
+        "{params.outputs} > {log:q} 2>&1"
 
 
 rule store:

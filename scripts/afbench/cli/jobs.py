@@ -1112,26 +1112,26 @@ def audit_directory(args):
 # --- the results store: this revision's tables in the dataset of every revision -----------
 def _store_results_args(p):
     p.add_argument(
-        "--results",
+        "--manifest",
         required=True,
-        type=types.input_tree,
-        metavar="DIR",
-        help="the revision's results folder; its artifacts are found by their kind",
+        help="the revision's artifact manifest: the folder read is its folder (artifacts found "
+        "by their kind)",
+        **FILE,
     )
     p.add_argument("--revision", required=True, type=setting("release/revision"))
     p.add_argument(
-        "--store",
+        "--output",
+        dest="outputs",
         required=True,
-        type=types.output_dir(),
-        metavar="DIR",
-        help="the store's root: writes <table>/revision=<revision>/part-0.parquet there",
+        help="each table's partition, <store>/<table>/revision=<revision>/part-0.parquet",
+        **OUTS,
     )
 
 
 def store_results(args):
     from ..store import store_revision
 
-    store_revision(args.results, args.store, args.revision)
+    store_revision(args.manifest.parent, args.outputs, args.revision)
 
 
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
