@@ -1202,6 +1202,8 @@ def test_a_job_imports_pandas_or_matplotlib_only_if_it_draws(tmp_path):
     assert {command: sorted(heavy) for command, heavy in imported.items() if heavy} == {
         "job render-figures": ["matplotlib", "numpy"],
         "job analyse-tasks": ["numpy"],  # the Rasch fit; no pandas, no matplotlib
+        # the store's tables are the frames' (pandas), written as Parquet (pyarrow)
+        "job store-results": ["numpy", "pandas", "pyarrow"],
     }
 
 
