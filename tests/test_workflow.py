@@ -832,6 +832,7 @@ def test_demo_pipeline_end_to_end(demo_project):
         "select_tasks": 1,
         "write_plan": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     report = snakemake(root, "--report", "snakemake-report.zip")
@@ -846,6 +847,7 @@ def test_demo_pipeline_end_to_end(demo_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
 

@@ -20,7 +20,7 @@ rule store_results:
         outputs=lambda w, output: options("output", output),
     shell:
         "afbench job store-results --manifest={input.manifest:q} {params.revision} "
-        "{params.outputs} > {log:q} 2>&1"
+        "{params.outputs} 2> {log:q}"
 
 
 rule store:
