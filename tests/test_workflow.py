@@ -911,6 +911,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -925,6 +926,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -954,6 +956,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "analyse_run_failures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -968,6 +971,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -986,7 +990,12 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     # one selection changed: that selection and the audit only
     cfg["selections"]["demo-two-sources"]["limit"] = 2
     write_config(root, cfg)
-    assert planned(root, *args) == {"select_tasks": 1, "write_artifact_manifest": 1, "all": 1}
+    assert planned(root, *args) == {
+        "select_tasks": 1,
+        "write_artifact_manifest": 1,
+        "store_results": 1,
+        "all": 1,
+    }
     snakemake(root, *args)
     assert planned(root, *args) == {}
 
@@ -1016,6 +1025,7 @@ def test_the_anatomy_and_the_task_table_rerun_on_their_settings_and_plans_use_th
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     plan = root / "plan.yaml"
@@ -1029,6 +1039,7 @@ def test_the_anatomy_and_the_task_table_rerun_on_their_settings_and_plans_use_th
         "write_plan": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
