@@ -228,7 +228,7 @@ def test_the_presentation_modules_import_no_stage_module():
     layers = _layers()
     modules = _modules()
     presentation = [m for m, (layer, _) in layers.items() if layer == "presentation"]
-    assert sorted(presentation) == ["exports", "figures", "frames", "report"]
+    assert sorted(presentation) == ["exports", "figures", "frames", "report", "store"]
     for name in presentation:
         stages = {m for m in _imports(name, modules[name]) if layers[m][0] == "stage"}
         assert stages == set(), f"{name} imports the stage module(s) {sorted(stages)}"

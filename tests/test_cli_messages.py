@@ -20,6 +20,7 @@ from afbench.cli.jobs import JOBS
 from afbench.cli.seed import COMMANDS, DEMO
 from afbench.config import default_columns
 from afbench.fsutil import sha256_bytes
+from afbench.store import empty_frame, table_parquet
 
 import properties as prop
 from conftest import REPO, column_flags, demo_revision, refusal_lines
@@ -205,6 +206,10 @@ def places(tree, tmp_path_factory) -> dict:
     not_a_demo = base / "not-a-demo"
     not_a_demo.mkdir()
     (not_a_demo / "mine.txt").write_text("mine")
+    store, damaged = base / "store", base / "damaged-store"
+    for root, data in ((store, table_parquet(empty_frame("tasks"), "tasks")), (damaged, b"PAR")):
+        (root / "tasks" / "revision=r").mkdir(parents=True)
+        (root / "tasks" / "revision=r" / "part-0.parquet").write_bytes(data)
     return {
         "base": base,
         "checkout": checkout,
@@ -216,6 +221,8 @@ def places(tree, tmp_path_factory) -> dict:
         "tampered": tampered,
         "a-file": a_file,
         "not-a-demo": not_a_demo,
+        "store": store,
+        "damaged-store": damaged,
     }
 
 
@@ -350,6 +357,18 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
         "audit": (
             ["audit", out / "no-such-revision"],
             {"file": str(out / "no-such-revision"), "expected": "a results/<revision> folder"},
+        ),
+        "query": (
+            ["query", "--store", out / "no-store", "SELECT 1"],
+            {"file": str(out / "no-store"), "expected": "a store folder"},
+        ),
+        "query (bad SQL)": (
+            ["query", "--store", at["store"], "SELECT nope FROM tasks"],
+            {"field": "SQL", "text": "nope"},
+        ),
+        "query (a damaged file)": (
+            ["query", "--store", at["damaged-store"], "SELECT 1"],
+            {"file": "part-0.parquet", "text": "not a readable Parquet file"},
         ),
         "discover": (
             [*["discover", *cfg, "--checkout", at["not-a-demo"]], "--output-dir", out / "disc"],
@@ -552,6 +571,13 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
                 "expected": f"a file outside {tree.catalog.parent}",
             },
         ),
+        "job store-results": (
+            [
+                *["job", "store-results", f"--manifest={tree.catalog}", f"--revision={rev}"],
+                f"--output={out / 'x.parquet'}",
+            ],
+            {"file": str(out / "x.parquet"), "field": "--output", "expected": "revision="},
+        ),
         "job plan-power": (
             [
                 *["job", "plan-power", "--difference=0.1", "--tasks=", "--alpha=0.05"],
@@ -700,6 +726,9 @@ CASES = [
     "ledger",
     "watch",
     "audit",
+    "query",
+    "query (bad SQL)",
+    "query (a damaged file)",
     "discover",
     "diff",
     "compare-revisions",

@@ -832,6 +832,7 @@ def test_demo_pipeline_end_to_end(demo_project):
         "select_tasks": 1,
         "write_plan": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     report = snakemake(root, "--report", "snakemake-report.zip")
@@ -846,6 +847,7 @@ def test_demo_pipeline_end_to_end(demo_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
 
@@ -909,6 +911,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -923,6 +926,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -952,6 +956,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "analyse_run_failures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -966,6 +971,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -984,7 +990,12 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     # one selection changed: that selection and the audit only
     cfg["selections"]["demo-two-sources"]["limit"] = 2
     write_config(root, cfg)
-    assert planned(root, *args) == {"select_tasks": 1, "write_artifact_manifest": 1, "all": 1}
+    assert planned(root, *args) == {
+        "select_tasks": 1,
+        "write_artifact_manifest": 1,
+        "store_results": 1,
+        "all": 1,
+    }
     snakemake(root, *args)
     assert planned(root, *args) == {}
 
@@ -1014,6 +1025,7 @@ def test_the_anatomy_and_the_task_table_rerun_on_their_settings_and_plans_use_th
         "render_figures": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     plan = root / "plan.yaml"
@@ -1027,6 +1039,7 @@ def test_the_anatomy_and_the_task_table_rerun_on_their_settings_and_plans_use_th
         "write_plan": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
+        "store_results": 1,
         "all": 1,
     }
     snakemake(root, *args)
@@ -1202,6 +1215,8 @@ def test_a_job_imports_pandas_or_matplotlib_only_if_it_draws(tmp_path):
     assert {command: sorted(heavy) for command, heavy in imported.items() if heavy} == {
         "job render-figures": ["matplotlib", "numpy"],
         "job analyse-tasks": ["numpy"],  # the Rasch fit; no pandas, no matplotlib
+        # the store's tables are the frames' (pandas), written as Parquet (pyarrow)
+        "job store-results": ["numpy", "pandas", "pyarrow"],
     }
 
 

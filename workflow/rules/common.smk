@@ -37,6 +37,7 @@ from afbench.kinds import (
 )
 from afbench.fsutil import canonical_digest
 from afbench.plan import plan_label
+from afbench.store import TABLES as STORE_TABLES, partition as store_partition
 from afbench.upgrade import tasks_by_action
 
 # With --use-conda every job runs in this environment; its post-deploy script installs the
@@ -371,6 +372,11 @@ ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
 # beside the directory, never in it: the audit reads results/<revision> and writes nothing there
 AUDIT_RECORD = f"{config['results_dir']}/audit/{REVISION}.json"
 POWER_PLAN = f"{REV}/power.json"
+# the results store, shared by every revision (afbench.store): beside the results folder unless
+# store.root says where
+STORE_ROOT = config["store"]["root"] or str(Path(config["results_dir"]).parent / "store")
+STORE_FILES = [str(store_partition(STORE_ROOT, table, REVISION)) for table in STORE_TABLES]
+STORE_LOG = f"{LOGS}/store_results.log"
 
 
 def power_imports():

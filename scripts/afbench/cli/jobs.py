@@ -1109,6 +1109,31 @@ def audit_directory(args):
     return audit_into(args.manifest.parent, args.output)
 
 
+# --- the results store: this revision's tables in the dataset of every revision -----------
+def _store_results_args(p):
+    p.add_argument(
+        "--manifest",
+        required=True,
+        help="the revision's artifact manifest: the folder read is its folder (artifacts found "
+        "by their kind)",
+        **FILE,
+    )
+    p.add_argument("--revision", required=True, type=setting("release/revision"))
+    p.add_argument(
+        "--output",
+        dest="outputs",
+        required=True,
+        help="each table's partition, <store>/<table>/revision=<revision>/part-0.parquet",
+        **OUTS,
+    )
+
+
+def store_results(args):
+    from ..store import store_revision
+
+    store_revision(args.manifest.parent, args.outputs, args.revision)
+
+
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
 def _analyse_failures_args(p):
     p.add_argument("--import", dest="imports", required=True, **FILES)
@@ -1501,6 +1526,11 @@ JOBS: dict[str, Job] = {
         "every relation between a results directory's artifacts, checked",
         _audit_directory_args,
         audit_directory,
+    ),
+    "store-results": Job(
+        "this revision's tables as Parquet in the results store of every revision",
+        _store_results_args,
+        store_results,
     ),
     "plan-power": Job(
         "the run planner: tasks for a difference, or the difference for tasks",

@@ -1089,6 +1089,46 @@ def audit(args):
     audit_into(args.directory, args.output, args.quiet)
 
 
+def _query_args(p):
+    p.add_argument("sql", nargs="?", metavar="SQL", help="the query; each store table is a view")
+    p.add_argument(
+        "--store",
+        type=types.input_tree,
+        metavar="DIR",
+        help="the results store's folder (store.root; `snakemake store` writes it)",
+    )
+    p.add_argument(
+        "--tables",
+        action="store_true",
+        help="list the tables with their columns, types and meaning (no store needed)",
+    )
+    p.add_argument(
+        "--format",
+        choices=["table", "csv", "json"],
+        default="table",
+        help="aligned text (the default), CSV, or JSON (a list of objects)",
+    )
+
+
+def query(args):
+    """SQL over the results store (DuckDB, embedded and imported here, so that afbench's
+    start-up is unchanged), or the tables' columns."""
+    from ..store import describe, query, render
+
+    if args.tables:
+        columns, rows = ["table", "column", "type", "meaning"], describe()
+    elif args.sql is None or args.store is None:
+        missing = "SQL" if args.sql is None else "--store"
+        raise AfbenchError(
+            "a query needs its SQL and the store",
+            field=missing,
+            expected='afbench query --store DIR "SELECT ...", or --tables',
+        )
+    else:
+        columns, rows = query(args.store, args.sql)
+    sys.stdout.write(render(columns, rows, args.format))
+
+
 def _demo_generate_args(p):
     p.add_argument("--out", required=True, type=types.output_dir(), help="output folder")
     p.add_argument(
@@ -1246,6 +1286,14 @@ COMMANDS: dict[str, Command] = {
         "afbench audit results/SHA1\nafbench audit results/SHA1 --output audit.json",
         _audit_args,
         audit,
+    ),
+    "query": Command(
+        "run SQL over the results store of every revision (DuckDB); list its tables",
+        'afbench query --store store "SELECT revision, count(*) FROM run_outcomes GROUP BY 1"\n'
+        'afbench query --store store --format csv "SELECT * FROM leaderboard"\n'
+        "afbench query --tables",
+        _query_args,
+        query,
     ),
     "discover": Command(
         "read pins, paths and columns from an upstream checkout; write a fragment to review",
