@@ -230,6 +230,11 @@ def seed_commands(tree: prop.WriteTree, out: Path, checkout: Path) -> dict[str, 
             ],
             [],
         ),
+        "query": (
+            # it prints the store's tables on standard output, and writes nothing
+            ["query", "--tables"],
+            [],
+        ),
         "discover": (
             [
                 "discover",
@@ -333,6 +338,7 @@ SEED_CASES = [
     "decide",
     "ledger",
     "watch",
+    "query",
     "discover",
     "audit",
     "diff",

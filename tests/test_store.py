@@ -41,6 +41,7 @@ def digests(root: Path) -> dict[str, tuple[str, int]]:
     }
 
 
+@pytest.mark.snakemake
 def test_the_store_holds_every_table_of_both_revisions_typed_as_declared(demo_store):
     for table in store.TABLES:
         for revision in (demo_revision(), SECOND):
@@ -53,6 +54,7 @@ def test_the_store_holds_every_table_of_both_revisions_typed_as_declared(demo_st
     assert meaning.decode() == store.meaning(frames.SPECS["leaderboard"][0])
 
 
+@pytest.mark.snakemake
 def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, tmp_path):
     before = digests(demo_store)
     assert len(before) == 2 * len(store.TABLES)
@@ -70,6 +72,7 @@ def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, 
         assert hashlib.sha256(path.read_bytes()).hexdigest() == before[relative][0]
 
 
+@pytest.mark.snakemake
 def test_the_wrong_revision_is_refused_by_name(demo_store, tmp_path):
     results = demo_store / "results" / demo_revision()
     with pytest.raises(AfbenchError, match="release.revision"):
@@ -103,6 +106,7 @@ def approximately(rows: list[tuple]) -> list[tuple]:
     return [tuple(pytest.approx(v) if isinstance(v, float) else v for v in r) for r in rows]
 
 
+@pytest.mark.snakemake
 def test_the_documented_queries_answer_from_the_demo_store(demo_store):
     rate, flips, spend, errors, discriminative = documented_queries()
     revisions = sorted([demo_revision(), SECOND])
