@@ -8,6 +8,7 @@ import csv
 import hashlib
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -17,7 +18,7 @@ import yaml
 from afbench import frames, store
 from afbench.errors import AfbenchError
 
-from conftest import REPO, demo_revision, project, snakemake
+from conftest import REPO, demo_revision, snakemake
 
 UPGRADE = ["--configfile", "config/demo.yaml", "config/demo-upgrade.yaml"]
 SECOND = yaml.safe_load((REPO / "config/demo-upgrade.yaml").read_text())["release"]["revision"]
@@ -25,10 +26,11 @@ IMPORTS = "imports/source-present/budget-200"
 
 
 @pytest.fixture(scope="module")
-def demo_store(tmp_path_factory) -> Path:
-    """A demo project whose store holds both revisions: the first (with the digests the second's
-    diff needs), then the upgrade."""
-    root = project(tmp_path_factory.mktemp("store"))
+def demo_store(demo_project, tmp_path_factory) -> Path:
+    """A demo project whose store holds both revisions: the session's demo (its store built by
+    `all`) with the digests the second's diff needs, then the upgrade."""
+    root = tmp_path_factory.mktemp("store") / "project"
+    shutil.copytree(demo_project, root, symlinks=True)
     snakemake(root, "store", "digests")
     snakemake(root, "store", *UPGRADE)
     return root
@@ -42,6 +44,7 @@ def digests(root: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.mark.snakemake
+@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
 def test_the_store_holds_every_table_of_both_revisions_typed_as_declared(demo_store):
     for table in store.TABLES:
         for revision in (demo_revision(), SECOND):
@@ -55,6 +58,7 @@ def test_the_store_holds_every_table_of_both_revisions_typed_as_declared(demo_st
 
 
 @pytest.mark.snakemake
+@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
 def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, tmp_path):
     before = digests(demo_store)
     assert len(before) == 2 * len(store.TABLES)
@@ -73,6 +77,7 @@ def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, 
 
 
 @pytest.mark.snakemake
+@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
 def test_the_wrong_revision_is_refused_by_name(demo_store, tmp_path):
     results = demo_store / "results" / demo_revision()
     with pytest.raises(AfbenchError, match="release.revision"):
@@ -107,6 +112,7 @@ def approximately(rows: list[tuple]) -> list[tuple]:
 
 
 @pytest.mark.snakemake
+@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
 def test_the_documented_queries_answer_from_the_demo_store(demo_store):
     rate, flips, spend, errors, discriminative = documented_queries()
     revisions = sorted([demo_revision(), SECOND])
