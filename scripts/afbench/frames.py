@@ -918,8 +918,6 @@ _SOURCE_KIND: dict[str, Kind] = {
 assert list(TABLES) == list(SPECS) == list(_SOURCE_KIND)
 
 FORMATS = ("csv", "parquet")
-# pyarrow is a dependency; an environment without it was not installed from the locks
-PARQUET_EXTRA = "pip install --require-hashes -r requirements/run.txt (pyarrow)"
 
 
 def available_tables(root: str | os.PathLike | Folder) -> list[str]:
@@ -933,7 +931,9 @@ def _check_parquet() -> None:
         import pyarrow  # noqa: F401
     except ImportError:
         raise AfbenchError(
-            f"parquet needs pyarrow, which this environment lacks: {PARQUET_EXTRA}",
+            # pyarrow is a dependency: an environment without it was not installed from the locks
+            "parquet needs pyarrow, which this environment lacks: pip install --require-hashes "
+            "-r requirements/run.txt (pyarrow)",
             field="--format",
             expected="csv, or parquet with pyarrow installed",
             found="parquet",
