@@ -337,18 +337,23 @@ def test_follow_ends_when_the_run_ends_and_not_before(tmp_path):
     assert [s["over"] for s in shown] == [False] * (len(shown) - 1) + [True]
 
 
-def test_the_command_follows_a_ledger_another_process_appends_to(tmp_path):
-    path, receipts = tmp_path / "jobs.ledger.jsonl", tmp_path / "execute"
-    plan = write_run_plan(tmp_path / "plan.json", "oracle", tasks=1, ceiling_usd=10.0)
-    viewer = subprocess.Popen(
+def watching(ledger_path: Path, receipts: Path, plan: Path, *, interval_s: float):
+    """`afbench watch` following a run's ledger and receipts, its output piped."""
+    return subprocess.Popen(
         [
-            *[AFBENCH, "watch", f"--ledger={path}", f"--receipts={receipts}", f"--plan={plan}"],
-            "--interval-s=0.05",
+            *[AFBENCH, "watch", f"--ledger={ledger_path}", f"--receipts={receipts}"],
+            *[f"--plan={plan}", f"--interval-s={interval_s}"],
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
+
+
+def test_the_command_follows_a_ledger_another_process_appends_to(tmp_path):
+    path, receipts = tmp_path / "jobs.ledger.jsonl", tmp_path / "execute"
+    plan = write_run_plan(tmp_path / "plan.json", "oracle", tasks=1, ceiling_usd=10.0)
+    viewer = watching(path, receipts, plan, interval_s=0.05)
     try:
         ledger.start(path, trial("o1"), 0, 10)
         ledger.finish(path, trial("o1"), [0.0], paid=False, cap_usd=0)
@@ -523,15 +528,7 @@ def test_watch_follows_a_real_execute_to_its_end(demo_project, tmp_path):
     out = root / "results" / demo_revision()
     live, executed = out / "jobs.ledger.jsonl", out / "execute"
     plan = executed / "run-plans" / "exec-one" / "cost_agent__CostAgent.json"
-    viewer = subprocess.Popen(
-        [
-            *[AFBENCH, "watch", f"--ledger={live}", f"--receipts={executed}", f"--plan={plan}"],
-            "--interval-s=0.2",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    viewer = watching(live, executed, plan, interval_s=0.2)
     try:
         ran = shell(
             root,
