@@ -430,3 +430,19 @@ def test_cli_limit_must_be_an_integer(fetched_config, tmp_path, capsys):
     assert not (tmp_path / "x.json").exists()
     assert main([*common, "--book", "demo_source_02", "--limit", "2"]) == 0
     assert len(json.loads((tmp_path / "x.json").read_text())["task_ids"]) == 2
+
+
+def test_one_parser_serves_every_command_line_of_its_words_in_a_process():
+    """The parser of a command's words is built once a process; parsing leaves it as it was:
+    a repeated flag collects only this command line's values, never an earlier one's."""
+    line = ["job", "discover-release", "--checkout=", "--revision=" + "a" * 40]
+    line += ["--column=task_id=id", "--discovery=out.json", "--fragment=f.yaml"]
+    from afbench.cli import words
+
+    parser = build_parser(words(line))
+    first = parser.parse_args([*line, "--skip=checker=a.py", "--skip=checker=b.py"])
+    again = build_parser(words(line)).parse_args([*line, "--skip=checker=c.py"])
+    assert build_parser(words(line)) is parser
+    assert [f.path for f in first.skip] == ["a.py", "b.py"]
+    assert [f.path for f in again.skip] == ["c.py"]
+    assert parser.parse_args(line).skip == []

@@ -536,3 +536,21 @@ def test_the_readers_fields_are_the_schemas_columns():
         ("results", RESULT_FIELDS),
     ):
         assert tuple(default_columns(kind)) == fields
+
+
+def test_a_config_validated_again_is_a_fresh_copy_of_the_same_settings():
+    """A config is validated once a process: each caller still gets its own filled copy, and
+    a change to the settings (one value) is validated afresh."""
+    import yaml
+
+    data = yaml.safe_load((REPO / "config" / "demo.yaml").read_text())
+    first = validate_config(data)
+    first["release"]["revision"] = "changed by its caller"
+    second = validate_config(data)
+    assert second == validate_config(copy.deepcopy(data)) != first
+    assert second["release"]["revision"] == data["release"]["revision"]
+    broken = copy.deepcopy(data)
+    broken["release"]["revision"] = 7
+    with pytest.raises(AfbenchError):
+        validate_config(broken)
+    assert validate_config(data) == second

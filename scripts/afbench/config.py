@@ -346,12 +346,25 @@ def validate_config(data: dict, origin: str = "config") -> dict:
     Beyond the schema: keys must be text, values plain (no unquoted dates or YAML-only types),
     and an integer setting must be an integer (3.0 is refused, as the code needs an int)."""
     _check_plain(data, origin)
+    # the same settings are validated again and again in one process (each command of the
+    # tests, a long-lived job runner): a config once valid is handed out again as a copy
+    key = (origin, json.dumps(data, ensure_ascii=False, allow_nan=True))
+    if (valid := _VALID.get(key)) is not None:
+        return copy.deepcopy(valid)
     config = copy.deepcopy(data)
     errors = sorted(_validator().iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         raise AfbenchError(problems=[_describe(error, origin) for error in errors])
     check_settings(config, origin)
+    if len(_VALID) >= 64:
+        _VALID.pop(next(iter(_VALID)))
+    _VALID[key] = copy.deepcopy(config)
     return config
+
+
+# validated settings by (origin, their JSON text: keys in order, so the filled config is the
+# same); only what passed is kept, a refusal is worked out afresh each time
+_VALID: dict[tuple[str, str], dict] = {}
 
 
 @functools.cache

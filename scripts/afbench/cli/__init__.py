@@ -89,6 +89,14 @@ def _parser(prog: str, summary: str, example: str | None = None) -> argparse.Arg
 def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser; with `only` (the command words of argv), just that command's
     arguments are filled in (the others are listed by name)."""
+    return _built(None if only is None else tuple(only))
+
+
+# Built once per process for each command's words: parsing leaves a parser as it was, and a
+# process that runs several commands (the tests run hundreds in theirs) paid ~10 ms for each,
+# half of it argparse's gettext lookups of its own messages.
+@functools.cache
+def _built(only: tuple[str, ...] | None) -> argparse.ArgumentParser:
     from .jobs import JOBS
 
     def wanted(*words: str) -> bool:
