@@ -1,7 +1,8 @@
 """The live view of a run (afbench.watch): its figures are the ledger's and the receipts', it
 renders as plain lines, one snapshot or one JSON record, it refuses a damaged or foreign ledger in
 one line, leaves a line still being appended for the next look, follows a run to its end, and the
-status page a trial job rewrites is replaced whole."""
+status page a trial job rewrites is replaced whole: headless Chromium, reloading it while it is
+rewritten, renders a whole page each time."""
 
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ from afbench.kinds.execution import SIDE, TRIAL
 from afbench.plan import plan_label
 from afbench.stats import wilson_interval
 
+from chromium import CHROMIUM, Tab, needs_chromium
 from conftest import declared, plan_fields, refusal_lines
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
 PAID = "a:B"  # an agent that may call a model, as tests/test_ledger.py names it
 HANG_GUARD_S = 120  # never reached by a run that ends: it only keeps a broken test from hanging
+DOM = "document.documentElement.outerHTML"  # the page as Chromium rendered it
 
 
 def trial(name: str, agent: str = "oracle", task: str = "t1", attempt: int = 1) -> dict:
@@ -411,6 +414,85 @@ def test_a_trial_job_rewrites_the_status_page_whole_once_its_receipt_is_written(
     assert sorted(p.name for p in executed.iterdir()) == ["one", "status.html"]
     [paid] = snap["configurations"]
     assert paid["refused"] == 1 and snap["over"] is True
+
+
+# what Chromium rendered of a status page: its refresh, its head line and its table's cells
+RENDERED = """({
+  refresh: document.querySelector('meta[http-equiv="refresh"]')?.content ?? null,
+  head: document.querySelector('body > p').textContent,
+  rows: [...document.querySelectorAll('tr')].map(row => [...row.cells].map(c => c.textContent)),
+})"""
+
+
+def drawn(snap: dict) -> dict:
+    """What the status page of `snap` must render as (RENDERED's shape)."""
+    return {
+        "refresh": None if snap["over"] else str(watch.REFRESH_S),
+        "head": watch.head_line(snap),
+        "rows": [
+            [name for name, _ in watch.COLUMNS],
+            *([show(made) for _, show in watch.COLUMNS] for made in snap["configurations"]),
+        ],
+    }
+
+
+def as_lines(rendered: dict) -> list[str]:
+    """A rendered page as the terminal's lines (watch.lines): its head, then each row's
+    configuration and every column's name and value."""
+    [names, *rows] = rendered["rows"]
+    return [rendered["head"]] + [
+        f"{row[0]}: "
+        + ", ".join(f"{name} {value}" for name, value in zip(names[1:], row[1:], strict=True))
+        for row in rows
+    ]
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_the_status_page_renders_whole_in_chromium_while_it_is_rewritten(tmp_path):
+    """Chromium reloading the page while a writer rewrites it over and over renders one whole
+    page each time, never half of one (it is renamed into place: written in place instead, most
+    reloads render a cut page), and text with markup in it (the ledger's folder) as text."""
+    assert CHROMIUM, "chromium must be installed in CI"
+    folder = tmp_path / 'run <b>&amp; "one"'
+    folder.mkdir()
+    path, page = folder / "jobs.ledger.jsonl", folder / "status.html"
+    ledger.start(path, trial("o1"), 0, 500)
+    running = watch.snapshot(path)
+    ledger.finish(path, trial("o1"), [0.0], paid=False, cap_usd=0)
+    ended = watch.snapshot(path)
+    assert not running["over"] and ended["over"]
+    with Tab(tmp_path / "profile", HANG_GUARD_S) as tab:
+        watch.write_status_page(page, running)
+        tab.open(page.as_uri())
+        assert tab.evaluate(RENDERED) == drawn(running)
+        assert str(folder) in tab.evaluate(RENDERED)["head"]
+        whole = {tab.evaluate(DOM): "running"}
+        watch.write_status_page(page, ended)
+        tab.reload()
+        assert tab.evaluate(RENDERED) == drawn(ended)
+        whole[tab.evaluate(DOM)] = "ended"
+
+        stop = threading.Event()
+
+        def rewrite() -> None:
+            while not stop.is_set():
+                watch.write_status_page(page, running)
+                watch.write_status_page(page, ended)
+
+        writer = threading.Thread(target=rewrite)
+        writer.start()
+        try:
+            shown = []
+            for _ in range(20):
+                tab.reload()
+                dom = tab.evaluate(DOM)
+                shown.append(whole.get(dom, dom))
+        finally:
+            stop.set()
+            writer.join(HANG_GUARD_S)
+    assert set(shown) <= {"running", "ended"}, shown
+    assert set(shown) == {"running", "ended"}  # the reloads did meet the rewrites
 
 
 # --- a sealed sequential comparison -----------------------------------------------------------
