@@ -2,7 +2,8 @@
 renders as plain lines, one snapshot or one JSON record, it refuses a damaged or foreign ledger in
 one line, leaves a line still being appended for the next look, follows a run to its end, and the
 status page a trial job rewrites is replaced whole: headless Chromium, reloading it while it is
-rewritten, renders a whole page each time."""
+rewritten, renders a whole page each time, and during a real run renders the view's figures and
+refreshes itself until the run has ended."""
 
 from __future__ import annotations
 
@@ -567,69 +568,141 @@ def test_the_view_s_flags_on_ledger_need_follow(run):
 
 
 # --- a real run -----------------------------------------------------------------------------------
-COST_RUN = """\
+SPEND_RUN = """\
 selections:
   exec-one: {tasks: [demo_s01_t001]}
 plans:
   harbor: .harbor-venv/bin/harbor
   environment_type: docker
-  items: [{selection: exec-one, agent: "cost_agent:CostAgent"}]
+  items: [{selection: exec-one, agent: "spend_agent:SpendAgent"}]
 execute:
-  items: [{selection: exec-one, agent: "cost_agent:CostAgent"}]
+  items: [{selection: exec-one, agent: "spend_agent:SpendAgent"}]
   attempts: 2
   allow_model_agents: true
   max_cost_usd: 400
-  pass_env: [PYTHONPATH, AFBENCH_TEST_AGENT_COST_USD]
+  trial_cap_usd: 100
+  pass_env: [PYTHONPATH, AFBENCH_TEST_SPEND_STEP_USD, AFBENCH_TEST_SPEND_STEP_S,
+    AFBENCH_TEST_SPEND_STEPS, AFBENCH_TEST_SPEND_TICKETS]
 """
+
+
+def settled_events(ledger_path: Path) -> list[str]:
+    if not ledger_path.exists():
+        return []
+    return [entry["event"] for entry in ledger.read_entries(ledger_path, settled_only=True)]
 
 
 @pytest.mark.snakemake
 @pytest.mark.harbor
 @pytest.mark.docker
-def test_watch_follows_a_real_execute_to_its_end(demo_project, tmp_path):
-    """`afbench watch` started before `snakemake execute` of the model-free cost agent (USD 500
-    a trial against a USD 400 ceiling: the first runs, the second is refused) ends with the
-    run, its last lines the run's figures, and the trial jobs leave the status page."""
-    import html
+@pytest.mark.browser
+@needs_chromium
+def test_watch_and_the_status_page_follow_a_real_execute_to_its_end(demo_project, tmp_path):
+    """`snakemake execute` of two trials side by side of the model-free spend agent (USD 5
+    each), each held until the test hands it a ticket. `afbench watch`, started before the run,
+    ends with it, its last lines the run's figures. With one trial ended and the other held, the
+    status page open in headless Chromium renders what `afbench watch --once` and `--json` show
+    and what the ledger and the receipts hold, and asks to be refreshed; once the last trial
+    ends, Chromium's own refresh of it renders the run's final figures, which ask for none."""
     import shutil
 
     from test_execute import as_checkout, shell
 
-    from conftest import demo_revision, docker_skip_reason, harbor_skip_reason
+    from conftest import demo_revision, docker_skip_reason, harbor_skip_reason, wait_until
 
     reason = harbor_skip_reason() or docker_skip_reason()
     if reason:
         pytest.skip(reason)
+    assert CHROMIUM, "chromium must be installed in CI"
     root = tmp_path / "project"
     shutil.copytree(demo_project, root, symlinks=True)
     env = as_checkout(root)
-    (root / "my-cost-run.yaml").write_text(COST_RUN)
-    configs = "--configfile config/demo.yaml my-cost-run.yaml"
+    (root / "my-spend-run.yaml").write_text(SPEND_RUN)
+    configs = "--configfile config/demo.yaml my-spend-run.yaml"
     sealed = shell(root, f". .venv/bin/activate\nsnakemake preregister {configs}\n", env)
     assert sealed.returncode == 0, (sealed.stdout + sealed.stderr)[-3000:]
     out = root / "results" / demo_revision()
     live, executed = out / "jobs.ledger.jsonl", out / "execute"
-    plan = executed / "run-plans" / "exec-one" / "cost_agent__CostAgent.json"
-    viewer = watching(live, executed, plan, interval_s=0.2)
-    try:
-        ran = shell(
-            root,
-            ". .venv/bin/activate\n"
-            "PYTHONPATH=$PWD/tests/harbor_agents${PYTHONPATH:+:$PYTHONPATH} "
-            f"AFBENCH_TEST_AGENT_COST_USD=500 snakemake execute --cores 1 {configs}\n",
-            env,
+    plan = executed / "run-plans" / "exec-one" / "spend_agent__SpendAgent.json"
+    page = executed / "status.html"
+    tickets = tmp_path / "tickets"  # one file in it lets one held agent end
+    tickets.mkdir()
+
+    def watch_now(view: str) -> str:
+        named = [f"--ledger={live}", f"--receipts={executed}", f"--plan={plan}"]
+        done = subprocess.run(
+            [AFBENCH, "watch", *named, view],
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
         )
-        assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    viewer = watching(live, executed, plan, interval_s=0.2)
+    said = tmp_path / "execute.log"
+    with said.open("w") as log:
+        run = subprocess.Popen(
+            [
+                *["bash", "-e", "-c"],
+                ". .venv/bin/activate\n"
+                "PYTHONPATH=$PWD/tests/harbor_agents${PYTHONPATH:+:$PYTHONPATH} "
+                "AFBENCH_TEST_SPEND_STEP_USD=5 AFBENCH_TEST_SPEND_STEP_S=0 "
+                f"AFBENCH_TEST_SPEND_STEPS=1 AFBENCH_TEST_SPEND_TICKETS={tickets} "
+                f"snakemake execute --cores 2 {configs}\n",
+            ],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        # both trials hold their caps in the ledger, then one ends and its job draws the page
+        wait_until(lambda: settled_events(live) == ["start", "start"], "two trials started", run)
+        (tickets / "first").touch()
+        wait_until(page.exists, "the first trial's job drew the status page", run)
+        with Tab(tmp_path / "profile", HANG_GUARD_S) as tab:
+            tab.open(page.as_uri())
+            mid = tab.evaluate(RENDERED)
+            snap = json.loads(watch_now("--json"))
+            assert mid == drawn(snap) and mid["refresh"] == str(watch.REFRESH_S)
+            assert as_lines(mid) == watch_now("--once").splitlines()
+            [made] = snap["configurations"]
+            assert (made["planned"], made["done"], made["running"], made["left"]) == (2, 1, 1, 0)
+            assert (made["spent_usd"], made["open_usd"], snap["over"]) == (5.0, 100.0, False)
+            assert len(list(executed.glob(watch.RECEIPT_GLOB))) == 1
+            assert settled_events(live) == ["start", "start", "finish"]
+
+            # the last trial ends: the page Chromium refreshes by itself comes to show it
+            (tickets / "second").touch()
+            for _ in range(HANG_GUARD_S // watch.REFRESH_S):
+                asked = tab.next_load()
+                reasons = [
+                    event["params"]["reason"]
+                    for event in asked
+                    if event.get("method") == "Page.frameRequestedNavigation"
+                ]
+                assert reasons == ["metaTagRefresh"], asked  # the page's own refresh, nothing else
+                end = tab.evaluate(RENDERED)
+                if end["refresh"] is None:
+                    break
+                assert end == mid  # drawn again from the same files, whole
+            else:
+                pytest.fail("Chromium never rendered the run's end")
+        assert run.wait(timeout=900) == 0, said.read_text()[-3000:]
         seen, err = viewer.communicate(timeout=HANG_GUARD_S)
     finally:
+        for spare in ("spare-1", "spare-2"):  # a failed test leaves no agent held
+            (tickets / spare).touch()
         viewer.kill()
+        if run.poll() is None:
+            run.wait(timeout=HANG_GUARD_S)
     assert viewer.returncode == 0, err
     snap = watch.snapshot(live, executed, [plan])
     assert seen.splitlines()[-2:] == watch.lines(snap)
     [made] = snap["configurations"]
-    assert (made["planned"], made["done"], made["refused"], made["left"]) == (2, 1, 1, 0)
-    assert (made["spent_usd"], snap["money"]["ceiling_usd"], snap["over"]) == (500.0, 400.0, True)
-    page = (executed / "status.html").read_text()
-    row = "".join(f"<td>{html.escape(show(made))}</td>" for _, show in watch.COLUMNS)
-    assert f"<tr>{row}</tr>" in page  # the last trial job drew the run's final figures
-    assert '<meta http-equiv="refresh"' not in page  # the run had ended at the last trial
+    assert (made["planned"], made["done"], made["running"], made["left"]) == (2, 2, 0, 0)
+    assert (made["spent_usd"], snap["money"]["ceiling_usd"], snap["over"]) == (10.0, 400.0, True)
+    final = json.loads(watch_now("--json"))
+    assert end == drawn(final) and as_lines(end) == watch_now("--once").splitlines()
+    assert final["configurations"] == snap["configurations"]
