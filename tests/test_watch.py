@@ -417,6 +417,28 @@ def test_a_trial_job_rewrites_the_status_page_whole_once_its_receipt_is_written(
     assert paid["refused"] == 1 and snap["over"] is True
 
 
+def test_a_page_drawn_from_a_look_older_than_the_files_is_drawn_again(run, tmp_path):
+    """Two trial jobs that end together: the first looks at the files; the second's trial ends
+    and its job draws the page; the first renames its older page over it. Its look after the
+    rename finds the files changed, and it draws the page again: the newer page stands."""
+    page = tmp_path / "status.html"
+    looks: list[dict] = []
+
+    def first_job_looks() -> dict:
+        snap = look(run)
+        if not looks:  # meanwhile o3 ends, and its job draws the page
+            ledger.finish(run["ledger"], trial("o3", task="t3"), [0.0], paid=False, cap_usd=0)
+            write_receipt(run["receipts"], "o3", "accepted", task="t3")
+            watch.rewrite_status_page(page, lambda: look(run))
+        looks.append(snap)
+        return snap
+
+    assert watch.rewrite_status_page(page, first_job_looks) == look(run)
+    assert page.read_text() == watch.status_html(look(run))
+    older, newer, again = looks
+    assert older != newer == again
+
+
 # what Chromium rendered of a status page: its refresh, its head line and its table's cells
 RENDERED = """({
   refresh: document.querySelector('meta[http-equiv="refresh"]')?.content ?? null,
