@@ -23,6 +23,7 @@ from afbench.release import identity
 from afbench.report import text_digest, visible_text
 
 import properties as prop
+from chromium import CHROMIUM, chromium_flags, needs_chromium
 from conftest import (
     AFBENCH,
     EXAMPLES_60,
@@ -249,14 +250,6 @@ def test_rerun_gives_byte_identical_artifacts(tmp_path, demo_run):
     }
 
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-# skipped where chromium is missing, but in CI, where its absence fails the test
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None and not os.environ.get("CI"),
-    reason="chromium not installed (.ci/run installs it)",
-)
-
-
 @pytest.mark.browser
 @needs_chromium
 def test_report_opens_in_headless_chromium(report_dir, tmp_path):
@@ -369,21 +362,6 @@ pre.id = 'measured';
 pre.textContent = JSON.stringify(out);
 document.body.appendChild(pre);
 </script>"""
-
-
-def chromium_flags(profile: Path) -> list[str]:
-    return [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        f"--user-data-dir={profile}",
-    ]
 
 
 def measured_layout(html: Path, width: int, tmp: Path) -> dict:

@@ -1,7 +1,9 @@
 """The live view of a run (afbench.watch): its figures are the ledger's and the receipts', it
 renders as plain lines, one snapshot or one JSON record, it refuses a damaged or foreign ledger in
 one line, leaves a line still being appended for the next look, follows a run to its end, and the
-status page a trial job rewrites is replaced whole."""
+status page a trial job rewrites is replaced whole: headless Chromium, reloading it while it is
+rewritten, renders a whole page each time, and during a real run renders the view's figures and
+refreshes itself until the run has ended."""
 
 from __future__ import annotations
 
@@ -24,11 +26,13 @@ from afbench.kinds.execution import SIDE, TRIAL
 from afbench.plan import plan_label
 from afbench.stats import wilson_interval
 
+from chromium import CHROMIUM, Tab, needs_chromium
 from conftest import declared, plan_fields, refusal_lines
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
 PAID = "a:B"  # an agent that may call a model, as tests/test_ledger.py names it
 HANG_GUARD_S = 120  # never reached by a run that ends: it only keeps a broken test from hanging
+DOM = "document.documentElement.outerHTML"  # the page as Chromium rendered it
 
 
 def trial(name: str, agent: str = "oracle", task: str = "t1", attempt: int = 1) -> dict:
@@ -413,6 +417,107 @@ def test_a_trial_job_rewrites_the_status_page_whole_once_its_receipt_is_written(
     assert paid["refused"] == 1 and snap["over"] is True
 
 
+def test_a_page_drawn_from_a_look_older_than_the_files_is_drawn_again(run, tmp_path):
+    """Two trial jobs that end together: the first looks at the files; the second's trial ends
+    and its job draws the page; the first renames its older page over it. Its look after the
+    rename finds the files changed, and it draws the page again: the newer page stands."""
+    page = tmp_path / "status.html"
+    looks: list[dict] = []
+
+    def first_job_looks() -> dict:
+        snap = look(run)
+        if not looks:  # meanwhile o3 ends, and its job draws the page
+            ledger.finish(run["ledger"], trial("o3", task="t3"), [0.0], paid=False, cap_usd=0)
+            write_receipt(run["receipts"], "o3", "accepted", task="t3")
+            watch.rewrite_status_page(page, lambda: look(run))
+        looks.append(snap)
+        return snap
+
+    assert watch.rewrite_status_page(page, first_job_looks) == look(run)
+    assert page.read_text() == watch.status_html(look(run))
+    older, newer, again = looks
+    assert older != newer == again
+
+
+# what Chromium rendered of a status page: its refresh, its head line and its table's cells
+RENDERED = """({
+  refresh: document.querySelector('meta[http-equiv="refresh"]')?.content ?? null,
+  head: document.querySelector('body > p').textContent,
+  rows: [...document.querySelectorAll('tr')].map(row => [...row.cells].map(c => c.textContent)),
+})"""
+
+
+def drawn(snap: dict) -> dict:
+    """What the status page of `snap` must render as (RENDERED's shape)."""
+    return {
+        "refresh": None if snap["over"] else str(watch.REFRESH_S),
+        "head": watch.head_line(snap),
+        "rows": [
+            [name for name, _ in watch.COLUMNS],
+            *([show(made) for _, show in watch.COLUMNS] for made in snap["configurations"]),
+        ],
+    }
+
+
+def as_lines(rendered: dict) -> list[str]:
+    """A rendered page as the terminal's lines (watch.lines): its head, then each row's
+    configuration and every column's name and value."""
+    [names, *rows] = rendered["rows"]
+    return [rendered["head"]] + [
+        f"{row[0]}: "
+        + ", ".join(f"{name} {value}" for name, value in zip(names[1:], row[1:], strict=True))
+        for row in rows
+    ]
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_the_status_page_renders_whole_in_chromium_while_it_is_rewritten(tmp_path):
+    """Chromium reloading the page while a writer rewrites it over and over renders one whole
+    page each time, never half of one (it is renamed into place: written in place instead, most
+    reloads render a cut page), and text with markup in it (the ledger's folder) as text."""
+    assert CHROMIUM, "chromium must be installed in CI"
+    folder = tmp_path / 'run <b>&amp; "one"'
+    folder.mkdir()
+    path, page = folder / "jobs.ledger.jsonl", folder / "status.html"
+    ledger.start(path, trial("o1"), 0, 500)
+    running = watch.snapshot(path)
+    ledger.finish(path, trial("o1"), [0.0], paid=False, cap_usd=0)
+    ended = watch.snapshot(path)
+    assert not running["over"] and ended["over"]
+    with Tab(tmp_path / "profile", HANG_GUARD_S) as tab:
+        watch.write_status_page(page, running)
+        tab.open(page.as_uri())
+        assert tab.evaluate(RENDERED) == drawn(running)
+        assert str(folder) in tab.evaluate(RENDERED)["head"]
+        whole = {tab.evaluate(DOM): "running"}
+        watch.write_status_page(page, ended)
+        tab.reload()
+        assert tab.evaluate(RENDERED) == drawn(ended)
+        whole[tab.evaluate(DOM)] = "ended"
+
+        stop = threading.Event()
+
+        def rewrite() -> None:
+            while not stop.is_set():
+                watch.write_status_page(page, running)
+                watch.write_status_page(page, ended)
+
+        writer = threading.Thread(target=rewrite)
+        writer.start()
+        try:
+            shown = []
+            for _ in range(20):
+                tab.reload()
+                dom = tab.evaluate(DOM)
+                shown.append(whole.get(dom, dom))
+        finally:
+            stop.set()
+            writer.join(HANG_GUARD_S)
+    assert set(shown) <= {"running", "ended"}, shown
+    assert set(shown) == {"running", "ended"}  # the reloads did meet the rewrites
+
+
 # --- a sealed sequential comparison -----------------------------------------------------------
 def write_step(folder: Path, step: int, *, next_trials: list[dict], looks=(), stopped=False):
     from afbench.kinds import SEQUENTIAL_RUN
@@ -485,69 +590,141 @@ def test_the_view_s_flags_on_ledger_need_follow(run):
 
 
 # --- a real run -----------------------------------------------------------------------------------
-COST_RUN = """\
+SPEND_RUN = """\
 selections:
   exec-one: {tasks: [demo_s01_t001]}
 plans:
   harbor: .harbor-venv/bin/harbor
   environment_type: docker
-  items: [{selection: exec-one, agent: "cost_agent:CostAgent"}]
+  items: [{selection: exec-one, agent: "spend_agent:SpendAgent"}]
 execute:
-  items: [{selection: exec-one, agent: "cost_agent:CostAgent"}]
+  items: [{selection: exec-one, agent: "spend_agent:SpendAgent"}]
   attempts: 2
   allow_model_agents: true
   max_cost_usd: 400
-  pass_env: [PYTHONPATH, AFBENCH_TEST_AGENT_COST_USD]
+  trial_cap_usd: 100
+  pass_env: [PYTHONPATH, AFBENCH_TEST_SPEND_STEP_USD, AFBENCH_TEST_SPEND_STEP_S,
+    AFBENCH_TEST_SPEND_STEPS, AFBENCH_TEST_SPEND_TICKETS]
 """
+
+
+def settled_events(ledger_path: Path) -> list[str]:
+    if not ledger_path.exists():
+        return []
+    return [entry["event"] for entry in ledger.read_entries(ledger_path, settled_only=True)]
 
 
 @pytest.mark.snakemake
 @pytest.mark.harbor
 @pytest.mark.docker
-def test_watch_follows_a_real_execute_to_its_end(demo_project, tmp_path):
-    """`afbench watch` started before `snakemake execute` of the model-free cost agent (USD 500
-    a trial against a USD 400 ceiling: the first runs, the second is refused) ends with the
-    run, its last lines the run's figures, and the trial jobs leave the status page."""
-    import html
+@pytest.mark.browser
+@needs_chromium
+def test_watch_and_the_status_page_follow_a_real_execute_to_its_end(demo_project, tmp_path):
+    """`snakemake execute` of two trials side by side of the model-free spend agent (USD 5
+    each), each held until the test hands it a ticket. `afbench watch`, started before the run,
+    ends with it, its last lines the run's figures. With one trial ended and the other held, the
+    status page open in headless Chromium renders what `afbench watch --once` and `--json` show
+    and what the ledger and the receipts hold, and asks to be refreshed; once the last trial
+    ends, Chromium's own refresh of it renders the run's final figures, which ask for none."""
     import shutil
 
     from test_execute import as_checkout, shell
 
-    from conftest import demo_revision, docker_skip_reason, harbor_skip_reason
+    from conftest import demo_revision, docker_skip_reason, harbor_skip_reason, wait_until
 
     reason = harbor_skip_reason() or docker_skip_reason()
     if reason:
         pytest.skip(reason)
+    assert CHROMIUM, "chromium must be installed in CI"
     root = tmp_path / "project"
     shutil.copytree(demo_project, root, symlinks=True)
     env = as_checkout(root)
-    (root / "my-cost-run.yaml").write_text(COST_RUN)
-    configs = "--configfile config/demo.yaml my-cost-run.yaml"
+    (root / "my-spend-run.yaml").write_text(SPEND_RUN)
+    configs = "--configfile config/demo.yaml my-spend-run.yaml"
     sealed = shell(root, f". .venv/bin/activate\nsnakemake preregister {configs}\n", env)
     assert sealed.returncode == 0, (sealed.stdout + sealed.stderr)[-3000:]
     out = root / "results" / demo_revision()
     live, executed = out / "jobs.ledger.jsonl", out / "execute"
-    plan = executed / "run-plans" / "exec-one" / "cost_agent__CostAgent.json"
-    viewer = watching(live, executed, plan, interval_s=0.2)
-    try:
-        ran = shell(
-            root,
-            ". .venv/bin/activate\n"
-            "PYTHONPATH=$PWD/tests/harbor_agents${PYTHONPATH:+:$PYTHONPATH} "
-            f"AFBENCH_TEST_AGENT_COST_USD=500 snakemake execute --cores 1 {configs}\n",
-            env,
+    plan = executed / "run-plans" / "exec-one" / "spend_agent__SpendAgent.json"
+    page = executed / "status.html"
+    tickets = tmp_path / "tickets"  # one file in it lets one held agent end
+    tickets.mkdir()
+
+    def watch_now(view: str) -> str:
+        named = [f"--ledger={live}", f"--receipts={executed}", f"--plan={plan}"]
+        done = subprocess.run(
+            [AFBENCH, "watch", *named, view],
+            capture_output=True,
+            text=True,
+            timeout=HANG_GUARD_S,
         )
-        assert ran.returncode == 0, (ran.stdout + ran.stderr)[-3000:]
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    viewer = watching(live, executed, plan, interval_s=0.2)
+    said = tmp_path / "execute.log"
+    with said.open("w") as log:
+        run = subprocess.Popen(
+            [
+                *["bash", "-e", "-c"],
+                ". .venv/bin/activate\n"
+                "PYTHONPATH=$PWD/tests/harbor_agents${PYTHONPATH:+:$PYTHONPATH} "
+                "AFBENCH_TEST_SPEND_STEP_USD=5 AFBENCH_TEST_SPEND_STEP_S=0 "
+                f"AFBENCH_TEST_SPEND_STEPS=1 AFBENCH_TEST_SPEND_TICKETS={tickets} "
+                f"snakemake execute --cores 2 {configs}\n",
+            ],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        # both trials hold their caps in the ledger, then one ends and its job draws the page
+        wait_until(lambda: settled_events(live) == ["start", "start"], "two trials started", run)
+        (tickets / "first").touch()
+        wait_until(page.exists, "the first trial's job drew the status page", run)
+        with Tab(tmp_path / "profile", HANG_GUARD_S) as tab:
+            tab.open(page.as_uri())
+            mid = tab.evaluate(RENDERED)
+            snap = json.loads(watch_now("--json"))
+            assert mid == drawn(snap) and mid["refresh"] == str(watch.REFRESH_S)
+            assert as_lines(mid) == watch_now("--once").splitlines()
+            [made] = snap["configurations"]
+            assert (made["planned"], made["done"], made["running"], made["left"]) == (2, 1, 1, 0)
+            assert (made["spent_usd"], made["open_usd"], snap["over"]) == (5.0, 100.0, False)
+            assert len(list(executed.glob(watch.RECEIPT_GLOB))) == 1
+            assert settled_events(live) == ["start", "start", "finish"]
+
+            # the last trial ends: the page Chromium refreshes by itself comes to show it
+            (tickets / "second").touch()
+            for _ in range(HANG_GUARD_S // watch.REFRESH_S):
+                asked = tab.next_load()
+                reasons = [
+                    event["params"]["reason"]
+                    for event in asked
+                    if event.get("method") == "Page.frameRequestedNavigation"
+                ]
+                assert reasons == ["metaTagRefresh"], asked  # the page's own refresh, nothing else
+                end = tab.evaluate(RENDERED)
+                if end["refresh"] is None:
+                    break
+                assert end == mid  # drawn again from the same files, whole
+            else:
+                pytest.fail("Chromium never rendered the run's end")
+        assert run.wait(timeout=900) == 0, said.read_text()[-3000:]
         seen, err = viewer.communicate(timeout=HANG_GUARD_S)
     finally:
+        for spare in ("spare-1", "spare-2"):  # a failed test leaves no agent held
+            (tickets / spare).touch()
         viewer.kill()
+        if run.poll() is None:
+            run.wait(timeout=HANG_GUARD_S)
     assert viewer.returncode == 0, err
     snap = watch.snapshot(live, executed, [plan])
     assert seen.splitlines()[-2:] == watch.lines(snap)
     [made] = snap["configurations"]
-    assert (made["planned"], made["done"], made["refused"], made["left"]) == (2, 1, 1, 0)
-    assert (made["spent_usd"], snap["money"]["ceiling_usd"], snap["over"]) == (500.0, 400.0, True)
-    page = (executed / "status.html").read_text()
-    row = "".join(f"<td>{html.escape(show(made))}</td>" for _, show in watch.COLUMNS)
-    assert f"<tr>{row}</tr>" in page  # the last trial job drew the run's final figures
-    assert '<meta http-equiv="refresh"' not in page  # the run had ended at the last trial
+    assert (made["planned"], made["done"], made["running"], made["left"]) == (2, 2, 0, 0)
+    assert (made["spent_usd"], snap["money"]["ceiling_usd"], snap["over"]) == (10.0, 400.0, True)
+    final = json.loads(watch_now("--json"))
+    assert end == drawn(final) and as_lines(end) == watch_now("--once").splitlines()
+    assert final["configurations"] == snap["configurations"]

@@ -423,6 +423,20 @@ def write_status_page(path: Path, snap: dict) -> None:
     atomic_write_bytes(Path(path), status_html(snap).encode(), about=snap)
 
 
+def rewrite_status_page(path: Path, look: Callable[[], dict]) -> dict:
+    """Draw the status page from a look at the files, and again while a look after the rename
+    finds them changed; returns the snapshot drawn. Two trial jobs that end together rename
+    their pages in either order, the older one possibly last: the job that renames last looks
+    after it, so the page left standing is drawn from the files as the last trial left them."""
+    snap = look()
+    while True:
+        write_status_page(path, snap)
+        again = look()
+        if again == snap:
+            return snap
+        snap = again
+
+
 # --- following a run --------------------------------------------------------------------------
 def follow(
     look: Callable[[], dict],

@@ -13,7 +13,10 @@ with Harbor's installed agents (claude-code, codex, ...). Set AFBENCH_TEST_SPEND
 file's path to have the agent, after its steps, wait until that file exists (an hour at most):
 a test then decides when the agent ends, whatever the machine's speed; and
 AFBENCH_TEST_SPEND_STARTED to a file's path it creates as its run begins, for a test to know
-that the agent is running.
+that the agent is running. Set AFBENCH_TEST_SPEND_TICKETS to a folder to have the agent, after
+its steps, wait until it takes a ticket, a file in that folder that it removes (an hour at most):
+each file lets one agent end, whichever takes it first, so a test ends trials that run side by
+side one at a time.
 
     PYTHONPATH=tests/harbor_agents harbor run -p TASK -a spend_agent:SpendAgent ... -e docker
 """
@@ -35,6 +38,21 @@ SETTINGS = {
     "AFBENCH_TEST_SPEND_STEP_S": 1.0,
     "AFBENCH_TEST_SPEND_STEPS": 5.0,
 }
+
+
+def take_ticket(folder: str) -> bool:
+    """Removes one file of `folder`, if there is one that no other agent removes first."""
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return False
+    for name in names:
+        try:
+            os.unlink(os.path.join(folder, name))
+        except FileNotFoundError:  # another agent took it
+            continue
+        return True
+    return False
 
 
 class SpendAgent(BaseAgent):
@@ -102,7 +120,8 @@ class SpendAgent(BaseAgent):
             if not hidden:
                 self.write_trajectory(steps, total)
         until = self._get_env("AFBENCH_TEST_SPEND_UNTIL")
+        tickets = self._get_env("AFBENCH_TEST_SPEND_TICKETS")
         for _ in range(36_000):
-            if not until or os.path.exists(until):
+            if (not until or os.path.exists(until)) and (not tickets or take_ticket(tickets)):
                 break
             await asyncio.sleep(0.1)

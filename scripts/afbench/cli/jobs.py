@@ -1325,18 +1325,20 @@ def _write_status_page(args: argparse.Namespace) -> None:
     """The status page after this trial: what it shows is not the trial's result, so a page
     that cannot be written is said on standard error and the trial's receipt stands."""
     from ..errors import AfbenchError
-    from ..watch import snapshot, write_status_page
+    from ..watch import rewrite_status_page, snapshot
     from . import tell
 
-    try:
-        snap = snapshot(
+    def look() -> dict:
+        return snapshot(
             args.ledger,
             args.status_receipts,
             args.status_plan,
             args.status_steps,
             args.max_cost_usd,
         )
-        write_status_page(args.status_page, snap)
+
+    try:
+        rewrite_status_page(args.status_page, look)
     except AfbenchError as error:
         tell(f"afbench: warning: the status page is not rewritten: {error}")
 
