@@ -553,6 +553,17 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             ],
             {"file": str(tree.catalog), "field": "kind", "expected": "results summary"},
         ),
+        "job render-report (the history's inputs without the history)": (
+            [
+                *["job", "render-report", f"--summary={tree.catalog}"],
+                *[f"--import={p}" for p in tree.imports],
+                *[catalog, f"--receipt={receipt}", "--confidence=0.95"],
+                *[f"--settings-digest={'0' * 64}", f"--figure={out / 'leaderboard.svg'}"],
+                *[f"--html={out / 'i.html'}", f"--analysis={out / 'a.json'}"],
+                f"--history-comparable={tree.catalog}",
+            ],
+            {"field": "--history", "expected": "true", "found": "false"},
+        ),
         "job write-artifact-manifest": (
             [
                 *["job", "write-artifact-manifest", str(at["a-file"]), f"--root={tree.root}"],
@@ -735,6 +746,7 @@ CASES = [
     "demo generate",
     "demo repo",
     *[f"job {name}" for name in JOBS],
+    "job render-report (the history's inputs without the history)",
 ]
 
 

@@ -60,11 +60,33 @@ def _short(revision: str) -> str:
     return revision[:12]
 
 
+def side_label(name: str, revision: str) -> str:
+    """What the report calls a side: its name, with its revision's first 12 digits."""
+    return f"{name} · {_short(revision)}"
+
+
 def official_side(imp: dict, file: str = "model import") -> dict:
     """An official model import as one side: its identity, the catalog files it was checked
     against, and per task its source, success and whether it is unresolved (one of its
     infrastructure errors, counted unsolved as reported, as the report counts them)."""
     read = outcomes(imp, file)
+    return _official(imp, zip(read.task_ids, read.source_ids, read.successes, strict=True))
+
+
+def compact_official_side(imp: dict, catalog: dict) -> dict:
+    """The same side from the report's reduced import (analysis.compactor: its successes a
+    bitset over the catalog's task order, the records dropped)."""
+    bits = imp["success_bits"]
+    return _official(
+        imp,
+        (
+            (task["task_id"], task["source_id"], bool(bits >> i & 1))
+            for i, task in enumerate(catalog["tasks"])
+        ),
+    )
+
+
+def _official(imp: dict, records) -> dict:
     errors = set(imp["infrastructure_errors"]["tasks"])
     revision = imp["release"]["revision"]
     return {
@@ -73,7 +95,7 @@ def official_side(imp: dict, file: str = "model import") -> dict:
         "model": imp["model"],
         "run": None,
         "configuration": None,
-        "label": f"{imp['display_name']} · {_short(revision)}",
+        "label": side_label(imp["display_name"], revision),
         "catalog_inputs": {k: v for k, v in imp["inputs"].items() if k != imp["file"]},
         "results": {"file": imp["file"], "sha256": imp["inputs"][imp["file"]]},
         "like_for_like": {field: imp[field] for field in LIKE_FOR_LIKE},
@@ -81,9 +103,7 @@ def official_side(imp: dict, file: str = "model import") -> dict:
         "selection_sha256": None,
         "tasks": {
             task_id: (source_id, success, task_id in errors)
-            for task_id, source_id, success in zip(
-                read.task_ids, read.source_ids, read.successes, strict=True
-            )
+            for task_id, source_id, success in records
         },
     }
 
@@ -117,7 +137,7 @@ def local_side(summary: dict, rows_by_configuration: dict, configuration: str | 
         "model": None,
         "run": summary["run"],
         "configuration": configuration,
-        "label": f"{summary['run']} [{configuration}] · {_short(revision)}",
+        "label": side_label(f"{summary['run']} [{configuration}]", revision),
         "catalog_inputs": None,
         "results": None,
         "like_for_like": None,
@@ -411,11 +431,55 @@ def compare_results(
         raise AfbenchError(
             "nothing to compare", field="--previous", expected="at least one pair of results"
         )
-    rows, computed = [], []
     for number, (previous, current) in enumerate(pairs, start=1):
         _check_pair(previous, current, number)
         _check_side(previous, "previous", subset, number)
         _check_side(current, "current", subset, number)
+    rows = compared_rows(pairs, subset, confidence, alpha)
+    return CROSS_REVISION.record(
+        note=NOTE,
+        # the current revision's release first, as in every artifact of its results tree
+        release=subset.release,
+        license=subset.license,
+        previous_revision=subset.revisions[0],
+        current_revision=subset.revisions[1],
+        same_revision=subset.about is None,
+        comparable=subset.about,
+        confidence=confidence,
+        alpha=alpha,
+        methods=methods(confidence, HOLM.format(m=len(rows), alpha=alpha)),
+        comparisons=rows,
+    )
+
+
+def methods(confidence: float, correction: str) -> dict:
+    """How the comparisons were made, in words (the report prints them); `correction`: over
+    which family the p-values are adjusted."""
+    return {
+        "rates": "each side's success rate over the compared tasks, labelled with its "
+        "revision (never pooled); Wilson interval (tasks as the unit) and " + CLUSTERED_RATE_METHOD,
+        "difference": f"current - previous per task, mean with a {confidence:.0%} normal "
+        "interval on the paired standard error (tasks as the unit)",
+        "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
+        "test": SIGN_FLIP_METHOD,
+        "test_tasks_as_unit": EXACT_TEST,
+        "correction": correction,
+        "unresolved": dict(UNRESOLVED),
+        "mark": MARK_RULE,
+        "left_out": "per comparison, the tasks of either revision not compared: each "
+        "class the diff does not call unchanged, and the unchanged tasks that one side or "
+        "both have no outcome for (not-on-both-sides)",
+    }
+
+
+def compared_rows(
+    pairs: list[tuple[dict, dict]], subset: Subset, confidence: float, alpha: float = ALPHA
+) -> list[dict]:
+    """The comparisons of sides already held to the subset's revisions: per pair each side's
+    rate, the paired counts, the difference and its intervals, the tests Holm-adjusted over
+    the pairs given, and what the unresolved tasks could do to the decision."""
+    rows, computed = [], []
+    for number, (previous, current) in enumerate(pairs, start=1):
         compared = _Compared(previous, current, subset, number)
         paired = _paired(
             compared.solved["previous"], compared.solved["current"], compared, confidence
@@ -447,35 +511,7 @@ def compare_results(
         )
     for index, (row, compared) in enumerate(zip(rows, computed, strict=True)):
         row["unresolved"] = _unresolved(index, row, compared, p_flip, confidence, alpha)
-    return CROSS_REVISION.record(
-        note=NOTE,
-        # the current revision's release first, as in every artifact of its results tree
-        release=subset.release,
-        license=subset.license,
-        previous_revision=subset.revisions[0],
-        current_revision=subset.revisions[1],
-        same_revision=subset.about is None,
-        comparable=subset.about,
-        confidence=confidence,
-        alpha=alpha,
-        methods={
-            "rates": "each side's success rate over the compared tasks, labelled with its "
-            "revision (never pooled); Wilson interval (tasks as the unit) and "
-            + CLUSTERED_RATE_METHOD,
-            "difference": f"current - previous per task, mean with a {confidence:.0%} normal "
-            "interval on the paired standard error (tasks as the unit)",
-            "clustered_difference": CLUSTERED_DIFFERENCE_METHOD,
-            "test": SIGN_FLIP_METHOD,
-            "test_tasks_as_unit": EXACT_TEST,
-            "correction": HOLM.format(m=len(rows), alpha=alpha),
-            "unresolved": dict(UNRESOLVED),
-            "mark": MARK_RULE,
-            "left_out": "per comparison, the tasks of either revision not compared: each "
-            "class the diff does not call unchanged, and the unchanged tasks that one side or "
-            "both have no outcome for (not-on-both-sides)",
-        },
-        comparisons=rows,
-    )
+    return rows
 
 
 def _unresolved(

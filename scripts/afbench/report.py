@@ -187,6 +187,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     parts.append("</div>")
     parts.append(infrastructure_section(paired, labels))
     parts.append(cross_revision_section(analysis.get("cross_revision")))
+    parts.append(history_section(analysis.get("history")))
 
     cost = analysis["cost_success"]
     parts.append('<h2 id="cost">Cost against success</h2><div class="card">')
@@ -1191,6 +1192,112 @@ def cross_revision_section(block: dict | None) -> str:
         f"Unresolved tasks ({escape(unresolved)}): {escape(methods['mark'])}. Comparable subset "
         f'<span class="mono">{escape(comparable["selection_sha256"][:12])}</span>, diff '
         f'<span class="mono">{escape(comparable["diff_sha256"][:12])}</span>.</p></div>'
+    )
+
+
+def _history_row(entry: dict) -> tuple[list[object], str | None]:
+    """One configuration against one other revision: both rates on the pair's comparable
+    subset, the paired difference and its intervals; or why there is none."""
+    row = entry["comparison"]
+    revision = Html(f'<span class="mono">{escape(entry["revision"][:12])}</span>')
+    if row is None:
+        why = (
+            "no comparable subset between the two revisions: not compared"
+            if entry["status"] == "no-diff"
+            else f"{entry['tasks']} task(s) of the comparable subset on both sides: at least 2 "
+            "are needed for a paired comparison"
+        )
+        return [revision, *["—"] * 8], why
+    return [
+        revision,
+        _side_cell(row["previous"]),
+        _side_cell(row["current"]),
+        Lines((f"{row['tasks']:,}", f"{row['sources']} sources")),
+        f"{100 * row['difference']:+.1f} pp",
+        _range(f"{100 * row['low']:+.1f}", f"{100 * row['high']:+.1f}", "…"),
+        _clustered_cell(row["clustered"], "pp"),
+        f"{row['p_sign_flip']:.3g}",
+        f"{row['p_sign_flip_holm']:.3g}"
+        + (" *" if row["significant"] else "")
+        + (" †" if row["unresolved"]["marked"] else ""),
+    ], _unresolved_note(row)
+
+
+def history_section(block: dict | None) -> str:
+    """Each configuration of this revision against the same one in every other revision of
+    the results store (afbench.history), each pair on its comparable subset: what each pair
+    compares on, then per configuration its rows. Nothing without report.history."""
+    if block is None:
+        return ""
+    head = '<h2 id="history">History across revisions</h2><div class="card">'
+    if not block["revisions"]:
+        return (
+            head + "<p>The results store holds no other revision than this one (or there is no "
+            "store yet): no history to show. Building another revision's results (`snakemake` "
+            "with its config) adds its partitions to the store.</p></div>"
+        )
+    revisions = []
+    for other in block["revisions"]:
+        mono = f'<span class="mono">{escape(other["revision"])}</span>'
+        comparable = other["comparable"]
+        if comparable is None:
+            revisions.append(f"<li>{mono}: {escape(block['no_diff'])}.</li>")
+            continue
+        order = (
+            "this revision is the current one"
+            if comparable["current"]["revision"] == block["revision"]
+            else "this revision is the previous one"
+        )
+        revisions.append(
+            f"<li>{mono}: compared on the {comparable['tasks']:,} tasks the diff between the two "
+            f"calls unchanged ({order}; left out: {escape(_left_out(comparable['left_out']))}); "
+            f'comparable subset <span class="mono">{escape(comparable["selection_sha256"][:12])}'
+            f'</span>, diff <span class="mono">{escape(comparable["diff_sha256"][:12])}</span>; '
+            f"{other['compared']} of the {other['configurations']} configuration(s) it shares "
+            "with this revision compared.</li>"
+        )
+    rate = "over the pair's compared tasks; under it the clustered interval"
+    header = [
+        ("revision", "the other revision"),
+        ("previous (revision), success", rate),
+        ("current (revision), success", rate),
+        ("tasks", "of the comparable subset on both sides, and their sources"),
+        "current − previous",
+        ("interval (tasks)", "paired standard error, tasks taken as independent"),
+        ("clustered interval", "CR2 over the compared tasks' sources; df under it"),
+        ("p (sign-flip, sources)", "sign-flip randomisation over sources, exact"),
+        ("p Holm (sources)", "over the comparisons with that revision: * below alpha"),
+    ]
+    tables, alone = [], []
+    for configuration in block["configurations"]:
+        if not configuration["revisions"]:
+            alone.append(bdi(configuration["label"]))
+            continue
+        rows, notes = zip(*map(_history_row, configuration["revisions"]), strict=True)
+        tables.append(
+            f"<h3>{bdi(configuration['label'])}</h3>"
+            + _table(header, list(rows), "pairs crossrev history", list(notes), wrap=(1, 2))
+        )
+    if alone:
+        tables.append("<p>In no other revision of the store: " + ", ".join(alone) + ".</p>")
+    methods = block["methods"]
+    return (
+        head
+        + "<p>Each configuration of this revision against the same configuration in each other "
+        "revision of the results store, on the tasks the two revisions' diff calls unchanged; "
+        "each rate carries its revision and is never pooled across revisions.</p><ul>"
+        + "".join(revisions)
+        + "</ul>"
+        + "".join(tables)
+        + f'<p class="note">{escape(block["note"])} {escape(methods["difference"])}; clustered: '
+        f"{escape(methods['clustered_difference'])}. Sources as the unit: "
+        f"{escape(methods['test'])}. {escape(methods['correction'])}. Read from the store: "
+        + ", ".join(
+            f'<span class="mono">{escape(f["file"])}</span> ({f["rows"]:,} rows, '
+            f'SHA-256 <span class="mono">{escape(f["sha256"][:12])}</span>)'
+            for f in block["store"]
+        )
+        + ".</p></div>"
     )
 
 

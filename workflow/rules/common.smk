@@ -37,7 +37,8 @@ from afbench.kinds import (
 )
 from afbench.fsutil import canonical_digest
 from afbench.plan import plan_label
-from afbench.store import TABLES as STORE_TABLES, partition as store_partition
+from afbench.history import STORED_TABLES as HISTORY_TABLES
+from afbench.store import PART as STORE_PART, TABLES as STORE_TABLES, partition as store_partition
 from afbench.upgrade import tasks_by_action
 
 # With --use-conda every job runs in this environment; its post-deploy script installs the
@@ -377,6 +378,39 @@ POWER_PLAN = f"{REV}/power.json"
 STORE_ROOT = config["store"]["root"] or str(Path(config["results_dir"]).parent / "store")
 STORE_FILES = [str(store_partition(STORE_ROOT, table, REVISION)) for table in STORE_TABLES]
 STORE_LOG = f"{LOGS}/store_results.log"
+HISTORY = config["report"]["history"]
+
+
+def stored_revisions():
+    """The other revisions the results store holds now (read when the workflow is parsed: a
+    revision added since reruns the report, its partitions being new inputs)."""
+    found = {
+        path.parent.name.removeprefix("revision=")
+        for table in HISTORY_TABLES
+        for path in Path(STORE_ROOT, table).glob(f"revision=*/{STORE_PART}")
+    }
+    return sorted(found - {REVISION})
+
+
+def history_inputs(run_names):
+    """What the history across revisions reads (report.history): the other revisions'
+    partitions of the tables it compares, every comparable subset between this revision and
+    one of them (this revision's own diff against upgrade.previous_revision, built if need be,
+    and the later revision's diff against this one where it has been built), and the runs'
+    outcomes."""
+    if not HISTORY:
+        return {"history_partitions": [], "history_comparable": [], "history_outcomes": []}
+    others = stored_revisions()
+    partitions = [store_partition(STORE_ROOT, t, o) for o in others for t in HISTORY_TABLES]
+    later = [f"{config['results_dir']}/{o}/upgrade/comparable.json" for o in others]
+    return {
+        "history_partitions": [str(p) for p in partitions if p.is_file()],
+        "history_comparable": [
+            *([COMPARABLE] if PREVIOUS in others else []),
+            *[path for path in later if Path(path).is_file()],
+        ],
+        "history_outcomes": [f"{run_dir(name)}/outcomes.csv" for name in run_names],
+    }
 
 
 def power_imports():
@@ -473,7 +507,8 @@ def report_settings_digest():
             "models": {m: config["models"][m] for m in MODELS},
             "import": dict(config["import"], models=MODELS),
             "runs": config["runs"],
-            "report": config["report"],
+            # the history's switch only when on: a report without one keeps its digest
+            "report": {k: v for k, v in config["report"].items() if k != "history" or v},
             "anatomy": config["anatomy"],
             "task_table": config["task_table"],
             **({"upgrade": config["upgrade"]} if COMPARISONS else {}),

@@ -158,6 +158,7 @@ use rule render_report as render_executed_report with:
         **beyond_leaderboard_inputs(
             [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]
         ),
+        **history_inputs([*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]),
         figures=rules.render_figures.output.figures,
         comparisons=cross_revision_files(),
     output:

@@ -32,6 +32,7 @@ rule render_report:
     input:
         **report_inputs(config["runs"]),
         **beyond_leaderboard_inputs(config["runs"]),
+        **history_inputs(config["runs"]),
         figures=rules.render_figures.output.figures,
         comparisons=cross_revision_files(),
     output:
@@ -58,12 +59,21 @@ rule render_report:
                 options("comparisons", input.comparisons),
             ]
         ),
+        history=setting("history", "report/history"),
+        history_files=lambda w, input: " ".join(
+            [
+                options("history-partition", input.history_partitions),
+                options("history-comparable", input.history_comparable),
+                options("history-outcomes", input.history_outcomes),
+            ]
+        ),
     shell:
         "afbench job render-report --summary={input.summary:q} {params.imports} "
         "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.runs} "
         "{params.confidence} {params.settings_digest} {params.figures} "
         "--html={output.html:q} --analysis={output.analysis:q} {params.ledger} "
-        "{params.sequential} {params.beyond} 2> {log:q}"
+        "{params.sequential} {params.beyond} {params.history} {params.history_files} "
+        "2> {log:q}"
 
 
 rule write_artifact_manifest:

@@ -266,12 +266,15 @@ def render_report(
     comparisons_path: Path | None = None,
     *,
     sequential_path: Path | None = None,
+    history: dict | None = None,
 ) -> None:
     """The analysis and the HTML report, written together, the HTML embedding each figure.
     `figure_paths`: the figures render_figures drew, read; None: drawn here and written too,
     each in figures/<name>.svg beside the HTML. `ledger_path`: the executed trials' cost
     ledger, shown beside its ceiling; `sequential_path`: the sealed comparison's decision
-    record (afbench.sequential.run_step), shown with each run's check against the plan."""
+    record (afbench.sequential.run_step), shown with each run's check against the plan;
+    `history`: the other revisions' store partitions, the comparable subsets and the runs'
+    outcomes a history across revisions is made from (report_history), or None for none."""
     from ..analysis import analyse
     from ..artifacts import tool_versions
     from ..report import render
@@ -313,6 +316,10 @@ def render_report(
                 runs,
                 str(comparisons_path),
             )
+    if history is not None:
+        beside["history"] = report_history(
+            catalog, imports, list(zip(run_paths, runs, strict=True)), confidence, **history
+        )
     used = {imp["file"] for _, imp in imports} | set(catalog["inputs"])
     provenance = {
         "files": [f for f in receipt["files"] if f["path"] in used],
@@ -343,6 +350,139 @@ def render_report(
         ],
         about=analysis,
     )
+
+
+MAX_PARTITION_BYTES = 1 << 30
+
+
+def read_store_partitions(paths: list[Path], revision: str) -> list:
+    """The other revisions' partitions of the tables a history reads (history.STORED_COLUMNS),
+    each refused unless it is one of them, of one store, not of this revision, with both
+    tables of its revision; as history.Stored, one per revision."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    from ..fsutil import read_regular_file, sha256_bytes
+    from ..history import STORED_COLUMNS, Stored
+    from ..store import PART, partition
+
+    layout = f"<store>/<{'|'.join(STORED_COLUMNS)}>/revision=<revision>/{PART}"
+    tables: dict[str, dict] = {}
+    files: dict[str, dict] = {}
+    roots = set()
+    for path in map(Path, paths):
+        table, folder = path.parent.parent.name, path.parent.name
+        other = folder.removeprefix("revision=")
+        root = path.parent.parent.parent
+        if (
+            table not in STORED_COLUMNS
+            or not folder.startswith("revision=")
+            or partition(root, table, other) != path
+        ):
+            raise AfbenchError(
+                "not a store partition a history reads",
+                file=str(path),
+                field="--history-partition",
+                expected=layout,
+                found=str(path),
+            )
+        if other == revision:
+            raise AfbenchError(
+                "this revision's own partition: its side comes from its own artifacts (its "
+                "partitions are written after its report)",
+                file=str(path),
+                field="--history-partition",
+                expected=f"a partition of another revision than {revision}",
+                found=other,
+            )
+        roots.add(root)
+        if len(roots) > 1:
+            raise AfbenchError(
+                "partitions of two stores",
+                file=str(path),
+                field="--history-partition",
+                expected=f"partitions of one store ({sorted(map(str, roots))[0]})",
+                found=str(root),
+            )
+        if table in tables.get(other, {}):
+            raise AfbenchError(
+                "a partition given twice", file=str(path), field="--history-partition"
+            )
+        data = read_regular_file(path, "store partition", MAX_PARTITION_BYTES)
+        try:
+            rows = pq.read_table(io.BytesIO(data), columns=list(STORED_COLUMNS[table])).to_pylist()
+        except (OSError, ValueError, KeyError) as exc:
+            reason = " ".join(str(exc).split())[:200]
+            raise AfbenchError(
+                f"not a readable partition of {table} ({reason}); write its revision again "
+                "with `snakemake store`",
+                file=str(path),
+                field="--history-partition",
+            ) from None
+        tables.setdefault(other, {})[table] = rows
+        files.setdefault(other, {})[table] = {
+            "table": table,
+            "revision": other,
+            "file": f"{table}/revision={other}/{PART}",
+            "sha256": sha256_bytes(data),
+            "rows": len(rows),
+        }
+    for other, found in tables.items():
+        missing = [t for t in STORED_COLUMNS if t not in found]
+        if missing:
+            raise AfbenchError(
+                f"revision {other}: its partition of {missing[0]} is not given",
+                field="--history-partition",
+                expected=str(partition(next(iter(roots)), missing[0], other)),
+                found="only " + ", ".join(sorted(found)),
+            )
+    return [
+        Stored(other, tables[other], {t: files[other][t] for t in STORED_COLUMNS})
+        for other in sorted(tables)
+    ]
+
+
+def report_history(
+    catalog: dict,
+    imports: list[tuple[str, dict]],
+    runs: list[tuple[Path, dict]],
+    confidence: float,
+    partitions: list[Path],
+    comparable: list[Path],
+    outcomes: list[Path],
+) -> dict:
+    """The report's history across revisions (afbench.history): this revision's sides from
+    the imports and runs it shows (each run's outcomes.csv beside its summary), the other
+    revisions' from their store partitions, compared on the comparable subsets given."""
+    from ..anatomy import configuration_rows, read_outcome_rows
+    from ..crossrev import compact_official_side, comparable_subset, complete, local_side
+    from ..history import history
+
+    revision = catalog["release"]["revision"]
+    stored = read_store_partitions(partitions, revision)
+    subsets = []
+    for path in comparable:
+        selection = kinds.SELECTION.read(path)
+        with complete(path, kinds.SELECTION.name):
+            subsets.append((comparable_subset(selection, str(path)), str(path)))
+    sides = [compact_official_side(imp, catalog) for _, imp in imports]
+    beside = {Path(path).parent: Path(path) for path in outcomes}
+    for run_path, summary in runs:
+        table = beside.get(Path(run_path).parent)
+        if table is None:
+            raise AfbenchError(
+                f"run '{summary['run']}': its outcomes are needed for its history, and none "
+                "given is in its folder",
+                file=str(run_path),
+                field="--history-outcomes",
+                expected=str(Path(run_path).parent / "outcomes.csv"),
+                found=", ".join(map(str, outcomes)) or "none",
+            )
+        rows = configuration_rows(summary, read_outcome_rows(table), str(table))
+        for configuration in summary["configurations"]:
+            sides.append(local_side(summary, rows, configuration["configuration"]))
+    return history(revision, catalog["inputs"], sides, stored, subsets, confidence)
 
 
 def beyond_the_leaderboard(

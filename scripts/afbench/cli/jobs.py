@@ -1049,6 +1049,25 @@ def _render_report_args(p):
     p.add_argument("--run-anatomy", help="a local run's failure anatomy (repeatable)", **FILES)
     p.add_argument("--task-table", help="the task table (at most once)", **FILES)
     p.add_argument("--comparisons", help="the comparisons across revisions (at most once)", **FILES)
+    p.add_argument(
+        "--history",
+        type=setting("report/history"),
+        default=False,
+        help="show each configuration's history across the revisions of the results store",
+    )
+    p.add_argument(
+        "--history-partition",
+        help="another revision's partition of official_results or run_outcomes (repeatable)",
+        **FILES,
+    )
+    p.add_argument(
+        "--history-comparable",
+        help="a comparable subset between this revision and another (repeatable)",
+        **FILES,
+    )
+    p.add_argument(
+        "--history-outcomes", help="a run's outcomes.csv, beside its --run (repeatable)", **FILES
+    )
 
 
 def render_report_job(args):
@@ -1058,6 +1077,21 @@ def render_report_job(args):
         raise AfbenchError("one task table at most", field="--task-table")
     if len(args.comparisons) > 1:
         raise AfbenchError("one file of comparisons at most", field="--comparisons")
+    given = [args.history_partition, args.history_comparable, args.history_outcomes]
+    if not args.history and any(given):
+        raise AfbenchError(
+            "the history's inputs are given but the history is not asked for",
+            field="--history",
+            expected="true, with --history-partition, --history-comparable or --history-outcomes",
+            found="false",
+        )
+    history = None
+    if args.history:
+        history = {
+            "partitions": args.history_partition,
+            "comparable": args.history_comparable,
+            "outcomes": args.history_outcomes,
+        }
     render_report(
         args.summary,
         args.imports,
@@ -1075,6 +1109,7 @@ def render_report_job(args):
         args.task_table[0] if args.task_table else None,
         args.comparisons[0] if args.comparisons else None,
         sequential_path=args.sequential_run,
+        history=history,
     )
 
 

@@ -9,7 +9,7 @@ from .official import COMPARISON_BUDGET_AUDIT, CONDITIONS, LETTERS, PUBLISHED
 from .release import RELEASE, RELEASE_DATES, VERIFIED_ENTRY
 from .runs import BOUNDS, OUTCOME_VALUES, PLAN_CHECK
 from .stats import CLUSTERED_DIFFERENCE, CLUSTERED_RATE, INTERVAL
-from .upgrade import CROSS_REVISION
+from .upgrade import CROSS_REVISION, REVISION_COMPARISON
 
 # --- failure anatomy ---------------------------------------------------------------------------
 # every class in precedence order (afbench.anatomy): the official ones lack no_verdict and
@@ -600,6 +600,82 @@ SEQUENTIAL_BLOCK = Shape(
         doc="each executed run's check against the sealed plan",
     ),
 )
+HISTORY_STATUSES = ("compared", "too-few-tasks", "no-diff")
+HISTORY = Shape(
+    "history across revisions",
+    Field("note", str),
+    Field("revision", str, doc="this report's revision"),
+    Field("confidence", float),
+    Field("alpha", float),
+    Field("methods", CROSS_REVISION.field("methods").type),
+    Field("no_diff", str, doc="why a revision without a comparable subset is not compared"),
+    Field(
+        "store",
+        ListOf(
+            Shape(
+                "store partition read",
+                Field("table", str),
+                Field("revision", str),
+                Field("file", str, doc="its path in the store"),
+                Field("sha256", str),
+                Field("rows", int, minimum=0, unit="rows"),
+            )
+        ),
+        doc="the other revisions' partitions the history was computed from",
+    ),
+    Field(
+        "revisions",
+        ListOf(
+            Shape(
+                "other revision",
+                Field("revision", str),
+                Field(
+                    "comparable",
+                    CROSS_REVISION.field("comparable").type,
+                    null=True,
+                    doc="the pair's comparable subset; null: no diff between the two",
+                ),
+                Field("comparable_file", str, null=True),
+                Field("configurations", int, minimum=0, doc="of this revision's it has"),
+                Field("compared", int, minimum=0, doc="of those, compared"),
+            )
+        ),
+        doc="every other revision in the store, in order",
+    ),
+    Field(
+        "configurations",
+        ListOf(
+            Shape(
+                "configuration's history",
+                Field("kind", str, values=("official", "local")),
+                Field("model", str, null=True),
+                Field("run", str, null=True),
+                Field("configuration", str, null=True),
+                Field("label", str),
+                Field(
+                    "revisions",
+                    ListOf(
+                        Shape(
+                            "against another revision",
+                            Field("revision", str),
+                            Field("status", str, values=HISTORY_STATUSES),
+                            Field(
+                                "tasks",
+                                int,
+                                minimum=0,
+                                unit="tasks",
+                                doc="of the comparable subset, on both sides",
+                            ),
+                            Field("comparison", REVISION_COMPARISON, null=True),
+                        )
+                    ),
+                    doc="each other revision that has the configuration",
+                ),
+            )
+        ),
+        doc="each configuration of this revision, as the report shows them",
+    ),
+)
 ANALYSIS = Kind(
     "afbench analysis",
     Field("note", str),
@@ -640,6 +716,13 @@ ANALYSIS = Kind(
         optional=True,
         doc="the comparisons across revisions into this revision, without their kind and "
         "version; with an upgrade's comparisons only",
+    ),
+    Field(
+        "history",
+        HISTORY,
+        optional=True,
+        doc="each configuration against the other revisions of the results store; with "
+        "report.history only",
     ),
     Field(
         "provenance", PROVENANCE, optional=True, doc="in the report's analysis; not the figures'"
