@@ -9,6 +9,7 @@ import copy
 import itertools
 import json
 import math
+import os
 import random
 import shutil
 import subprocess
@@ -1127,4 +1128,97 @@ def test_a_sealed_comparison_stops_at_its_first_decision_the_same_on_a_rerun(bui
     assert "field 'analysis.difference'" in refusal(
         root, comparison(root, {"preregister": {"difference": 0.5}})
     )
+    assert docker_leftovers(out / "jobs") == []
+
+
+RATE_LIMITED = "solve_agent:StrongAgentRateLimitedOnce"
+
+
+@pytest.mark.snakemake
+@pytest.mark.harbor
+@pytest.mark.docker
+def test_execute_reruns_an_errored_trial_at_the_next_step_and_the_run_decides(built):
+    """The README's comparison with a's first trial of demo_s01_t001 stopped by a provider's
+    rate limit (an infrastructure error) and two attempts sealed: `snakemake execute` runs its
+    second attempt at the very next step, beside the second batch; the look at the first batch
+    waits for it, and the second look decides A better. Nine Harbor trials, each paid once,
+    one of them a rerun; nothing left out."""
+    if reason := harbor_skip_reason() or docker_skip_reason():
+        pytest.skip(reason)
+    root = built
+    as_checkout(root)
+    readme = yaml.safe_load(readme_example(README_TEST)[0])
+    items = [{"selection": "seq-eight", "agent": RATE_LIMITED}, readme["plans"]["items"][1]]
+    args = comparison(
+        root,
+        {
+            "plans": {"items": items},
+            "execute": {"items": items, "attempts": 2},
+            "preregister": {"comparison": {"a": {"agent": RATE_LIMITED}}},
+        },
+    )
+    snakemake(root, "preregister", *args)
+    out = out_dir(root)
+    plan = json.loads((out / "execute/analysis-plan.json").read_text())
+    assert plan["infrastructure_errors"]["rule"] == "rerun then exclude"
+    assert {side["attempts"] for side in plan["configurations"].values()} == {2}
+    agents = str(root / "tests" / "harbor_agents")
+    paths = os.pathsep.join(p for p in (agents, os.environ.get("PYTHONPATH")) if p)
+    ran = subprocess.run(
+        [SNAKEMAKE, "execute", "--cores", "4", *args],
+        cwd=root,
+        env={**snakemake_env(), "PYTHONPATH": paths},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert ran.returncode == 0, said(ran)[-3000:]
+    steps = [json.loads(p.read_text()) for p in sorted((out / "execute/sequential").iterdir())]
+    assert [s["step"] for s in steps] == [0, 1, 2]
+    label = plan["configurations"]["a"]["label"]
+    # step 1: the look at the first batch waits for a's rerun, which runs beside the second batch
+    assert steps[1]["looks"] == [] and steps[1]["unresolved_tasks"] == [ORDER[0]]
+    assert steps[1]["next_trials"] == [
+        {"task_id": ORDER[0], "configuration": "a", "label": label, "attempt": 2},
+        *(
+            {"task_id": t, "configuration": side, "label": plan["configurations"][side]["label"]}
+            | {"attempt": 1}
+            for t in ORDER[2:4]
+            for side in "ab"
+        ),
+    ]
+    decided = json.loads((out / "execute/decision.json").read_text())
+    assert (decided["decision"], decided["stopped_by"]) == ("A better", "decision")
+    assert [(look["tasks"], look["decision"]) for look in decided["looks"]] == [
+        (2, "continue"),
+        (4, "A better"),
+    ]
+    assert decided["retries"] == 1 and decided["excluded_tasks"] == []
+    assert decided["infrastructure_errors"] == "rerun then exclude"
+    first, second = (
+        json.loads((out / f"execute/seq-eight/{label}/{ORDER[0]}/attempt-{n}.json").read_text())
+        for n in (1, 2)
+    )
+    assert (first["outcome"], second["outcome"]) == ("error", "accepted")
+    assert decided["trials"][:2] == [
+        {"task_id": ORDER[0], "configuration": "a", "attempt": n, "outcome": outcome}
+        | {"cost_usd": 2.0, "refused": False}
+        for n, outcome in ((1, "error"), (2, "accepted"))
+    ]
+    receipts = sorted((out / "execute/seq-eight").rglob("attempt-*.json"))
+    assert len(receipts) == 9 and decided["trials_started"] == 9
+    assert decided["spent_usd"] == 18.0 and decided["retries_usd"] == 2.0
+    # each trial paid once: one start and one finish in the live ledger, every job its own
+    events = [json.loads(line) for line in (out / "jobs.ledger.jsonl").read_text().splitlines()]
+    for event in ("start", "finish"):
+        names = [e["job_name"] for e in events if e["event"] == event]
+        assert len(names) == len(set(names)) == 9, event
+    assert "1 trial(s) rerun after an infrastructure error" in said(ran)
+    html = (out / "report/executed/index.html").read_text()
+    assert "Trials rerun after an infrastructure error: 1 (USD 2.00)" in html
+    summary = json.loads((out / "runs/executed-seq-eight/summary.json").read_text())
+    assert summary["analysis_plan"]["as_planned"], summary["analysis_plan"]["problems"]
+    audited = audit_lines(out)
+    assert audited.returncode == 0, audited.stdout[-3000:]
+    assert "held   decision-receipts (" in audited.stdout
     assert docker_leftovers(out / "jobs") == []
