@@ -111,7 +111,8 @@ def test_the_plan_seals_the_comparison_its_test_and_its_money(plan, selection):
     assert "execute.attempts" in plan["infrastructure_errors"]["statement"]
     assert plan["sealed_sha256"] == preregister.seal(plan)
     assert "sealed " + plan["sealed_sha256"][:12] in preregister.line(plan)
-    assert "rerun up to 1 attempt(s) in all, then the task left out" in preregister.line(plan)
+    said = "infrastructure errors: up to 1 attempt(s) per trial, then the task left out; sealed"
+    assert said in preregister.line(plan)
 
 
 def test_the_plan_is_the_same_bytes_every_time(config, selection, plan):

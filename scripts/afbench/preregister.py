@@ -827,8 +827,8 @@ def line(plan: Mapping) -> str:
         short = at["decisions"]["A better"] < test["power_asked"]
         attempts = plan["configurations"]["a"]["attempts"]
         errors = (
-            f"; an infrastructure error rerun up to {attempts} attempt(s) in all, then the task "
-            "left out"
+            f"; infrastructure errors: up to {attempts} attempt(s) per trial, then the task left "
+            "out"
             if error_rule(plan) == RERUN_THEN_EXCLUDE
             else "; infrastructure errors as bounds"
         )
