@@ -1173,6 +1173,9 @@ def test_execute_reruns_an_errored_trial_at_the_next_step_and_the_run_decides(bu
         timeout=900,
     )
     assert ran.returncode == 0, said(ran)[-3000:]
+    assert "runs again at the next step, up to 2 attempt(s) in all, and a task still erring" in (
+        said(ran)
+    )
     steps = [json.loads(p.read_text()) for p in sorted((out / "execute/sequential").iterdir())]
     assert [s["step"] for s in steps] == [0, 1, 2]
     label = plan["configurations"]["a"]["label"]

@@ -952,6 +952,17 @@ def comparison_lines():
         if stopping["kind"] == "sequential"
         else f"all {stopping['horizon']} tasks, tested once at the end"
     )
+    if stopping["kind"] == "sequential":
+        from afbench.sequential import RERUN_THEN_EXCLUDE, error_rule
+
+        attempts = plan["configurations"]["a"]["attempts"]
+        how += (
+            f"; a trial ending in an infrastructure error runs again at the next step, up to "
+            f"{attempts} attempt(s) in all, and a task still erring is left out for both"
+            if error_rule(plan) == RERUN_THEN_EXCLUDE
+            else "; infrastructure errors are bounds, rerun only at the horizon (a plan sealed "
+            "before afbench sealed a rule for them)"
+        )
     return [
         f"afbench execute: the sealed comparison {primary['a']} against {primary['b']} on "
         f"{primary['selection']} (analysis plan sealed {plan['sealed_sha256'][:12]}, which the "
