@@ -17,14 +17,29 @@ valid under) it prints the test's error rate over R replications with its Monte 
 (sqrt(p(1-p)/R)) beside the exact error for tasks independent and alike (operating_
 characteristics); under a 10-point difference (γ so that the mean difference is 0.10) its
 power and mean tasks spent beside the fixed-n planner's count (Connor 1987, the yardstick).
-Then the clustered release four more ways: with 5% of trials an infrastructure error (taken
-as bounds: a decision must hold with every error resolved against it), under no difference
-and under the 10-point one; with sources that favour one configuration or the other but none
-on average over the pool (per-source effects v_s ~ N(0, 1) on the logit scale, recentred so
-the pool's mean difference is 0); and with the same effects not recentred (a superpopulation
-null over sources, which no test of these tasks can address; the fixed-n exact McNemar on all
-341 beside it). Last, what peeking does to a fixed-n test: the exact McNemar test at α after
-every batch, stopping at the first p < α.
+Then the clustered release with infrastructure errors, each attempt of each trial an error
+with probability 5%, independently (of the task, the configuration and the other attempts),
+under no difference and under the 10-point one, as `snakemake execute` runs a sealed plan:
+
+  rerun then exclude   (the rule plans are sealed with) an errored trial runs again at the
+                       next step, beside the next batch, up to the sealed attempts (1, 2 or 3:
+                       execute.attempts); each configuration's outcome is its first verdict; a
+                       task one of whose sides erred at every attempt is left out for both; a
+                       look waits until its tasks are counted or left out, so the run can be a
+                       batch ahead of its looks: the tasks and trials it spends are counted as
+                       the engine spends them (batch b starts at step b - 1; a task settles at
+                       step b - 1 + the attempts its slower side ran; the run stops at the step
+                       its deciding look is made, with every batch started by then run);
+  bounds               (plans sealed before that rule) errors counted both ways, never rerun:
+                       a decision must hold with every error resolved against it.
+
+Beside each, the fixed-n exact McNemar test over all 341 tasks: errors as failures (as
+reported) for bounds, the same reruns and exclusions for the rule. Then sources that favour one
+configuration or the other but none on average over the pool (per-source effects v_s ~ N(0, 1)
+on the logit scale, recentred so the pool's mean difference is 0); and the same effects not
+recentred (a superpopulation null over sources, which no test of these tasks can address; the
+fixed-n exact McNemar on all 341 beside it). Last, what peeking does to a fixed-n test: the
+exact McNemar test at α after every batch, stopping at the first p < α.
 
 Usage: python bench/sequential.py [--replications R] [--seed S]   (default 10000, 20261201)"""
 
@@ -48,6 +63,7 @@ SIZES = [13, 12, 12, 11, 15, 9, 16, 17, 11, 11, 15, 14, 12, 13, 18, 14, 9, 16, 2
 SIZES += [17, 17]
 ALPHA, DIFFERENCE, POWER, BATCH, FUTILITY = 0.05, 0.10, 0.8, 10, 0.1
 TARGET_PSI, TARGET_RATE, CLUSTER_SHARE = 0.176, 0.57, 0.6
+ERRORS = 0.05  # each attempt's chance of an infrastructure error
 CHUNK = 2000
 
 NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(80)
@@ -175,6 +191,53 @@ def simulate(release: Release, mu, sigma, share, gamma, reps, rng, *, errors=0.0
     return np.concatenate(decisions), np.concatenate(spent), np.concatenate(full_pool)
 
 
+def simulate_reruns(release: Release, mu, sigma, share, gamma, reps, rng, *, errors, attempts):
+    """R replications of the engine under `rerun then exclude` with `attempts` sealed: each
+    attempt an error with probability `errors`. Returns decisions, tasks run, trials started,
+    tasks left out among the looks made, and the fixed-n McNemar over every task (the same
+    reruns and exclusions)."""
+    n, groups = len(release.source), len(SIZES)
+    design = release.design
+    looks = design["looks"]
+    starts = np.array([0, *looks[:-1]])  # each batch's first position
+    batch_of = np.searchsorted(np.array(looks), np.arange(n), side="right")  # 0-based batch
+    horizon = looks[-1]
+    out = {"decision": [], "tasks": [], "trials": [], "excluded": [], "pool": []}
+    for start in range(0, reps, CHUNK):
+        size = min(CHUNK, reps - start)
+        u = rng.normal(0, sigma * math.sqrt(share), (size, groups))[:, release.source]
+        e = rng.normal(0, sigma * math.sqrt(1 - share), (size, n))
+        x = mu + u + e
+        a = rng.random((size, n)) < expit(x + gamma / 2)
+        b = rng.random((size, n)) < expit(x - gamma / 2)
+        # attempts to the first verdict (1, 2, ...); beyond `attempts`: every attempt erred
+        tries_a = rng.geometric(1 - errors, (size, n))
+        tries_b = rng.geometric(1 - errors, (size, n))
+        counted = (tries_a <= attempts) & (tries_b <= attempts)
+        d = (a.astype(int) - b.astype(int)) * counted  # a task left out adds no pair
+        decision, spent = run_test(design, d, d)
+        ran_a, ran_b = np.minimum(tries_a, attempts), np.minimum(tries_b, attempts)
+        # the step at which each look can be made: its batch's slowest task, and every look
+        # before it (looks are made in order)
+        settle = np.maximum(ran_a, ran_b)[:, :horizon]
+        slowest = np.maximum.reduceat(settle, starts, axis=1)
+        made = np.maximum.accumulate(np.arange(len(looks)) + slowest, axis=1)
+        stop_look = np.searchsorted(np.array(looks), spent)
+        step = made[np.arange(size), stop_look]  # batches 1..step have started
+        started = batch_of[None, :horizon] < step[:, None]
+        may = step[:, None] - batch_of[None, :horizon]  # attempts asked by that step
+        trials = (
+            np.minimum(ran_a[:, :horizon], may) + np.minimum(ran_b[:, :horizon], may)
+        ) * started
+        looked = np.arange(horizon)[None, :] < spent[:, None]
+        out["decision"].append(decision)
+        out["tasks"].append(started.sum(axis=1))
+        out["trials"].append(trials.sum(axis=1))
+        out["excluded"].append((looked & ~counted[:, :horizon]).sum(axis=1))
+        out["pool"].append(_mcnemar_rejects(d))
+    return {key: np.concatenate(value) for key, value in out.items()}
+
+
 def _centre(x, v):
     """Per replication, the shift c with Σ_t expit(x + (v-c)/2) - expit(x - (v-c)/2) = 0."""
     low, high = np.full(len(x), -20.0), np.full(len(x), 20.0)
@@ -275,28 +338,57 @@ def main() -> None:
                 f"{(decision == 0).mean():>7.3f}"
             )
     release, m, s, share, g = releases["clustered"]
+    # drawn in the order the rows were added, so that each row keeps its random numbers when
+    # rows are added after it; printed by table
+    errors_rows, sources_rows = [], []
+
+    def errors_row(truth: str, rule: str, gam: float, attempts: int | None) -> str:
+        if attempts is None:
+            decision, spent, pool = simulate(release, m, s, share, gam, reps, rng, errors=ERRORS)
+            trials, left_out = 2 * spent, np.zeros(reps)
+        else:
+            run = simulate_reruns(
+                release, m, s, share, gam, reps, rng, errors=ERRORS, attempts=attempts
+            )
+            decision, spent, pool = run["decision"], run["tasks"], run["pool"]
+            trials, left_out = run["trials"], run["excluded"]
+        hits = int((decision != 0).sum()) if gam == 0 else int((decision == 1).sum())
+        return (
+            f"{truth + ', ' + rule:<58} {rate(hits, reps):>16} "
+            f"{rate(int(pool.sum()), reps):>16} {spent.mean():>10.1f} "
+            f"{trials.mean():>7.1f} {left_out.mean():>8.2f}"
+        )
+
+    truths = (("no difference", 0.0), ("10-point difference", g))
+    for truth, gam in truths:
+        errors_rows.append(errors_row(truth, "bounds, never rerun", gam, None))
+    for label, kwargs in (
+        ("sources differ, recentred: no difference over the pool", ("recentred", 1.0)),
+        ("sources differ, drawn: a superpopulation null", ("drawn", 1.0)),
+    ):
+        decision, spent, pool = simulate(release, m, s, share, 0.0, reps, rng, sources=kwargs)
+        sources_rows.append(
+            f"{label:<58} {rate(int((decision != 0).sum()), reps):>16} "
+            f"{rate(int(pool.sum()), reps):>16} {spent.mean():>10.1f}"
+        )
+    independent = releases["independent"][0]
+    wrong = peeking(independent, mu, sigma, reps, rng)
+    for attempts in (1, 2, 3):
+        rule = f"rerun then exclude, {attempts} attempt{'s' if attempts > 1 else ''}"
+        for truth, gam in truths:
+            errors_rows.append(errors_row(truth, rule, gam, attempts))
+    print()
+    print(
+        f"{'clustered release, 5% of attempts an infrastructure error':<58} "
+        f"{'error or power':>16} {'McNemar, 341':>16} {'mean tasks':>10} {'trials':>7} "
+        f"{'left out':>8}"
+    )
+    print("\n".join(errors_rows))
     print()
     print(
         f"{'clustered release':<58} {'error or power':>16} {'McNemar, 341':>16} {'mean tasks':>10}"
     )
-    for label, gam, kwargs in (
-        ("no difference, 5% of trials an infrastructure error", 0.0, {"errors": 0.05}),
-        ("10-point difference, 5% of trials an error", g, {"errors": 0.05}),
-        (
-            "sources differ, recentred: no difference over the pool",
-            0.0,
-            {"sources": ("recentred", 1.0)},
-        ),
-        ("sources differ, drawn: a superpopulation null", 0.0, {"sources": ("drawn", 1.0)}),
-    ):
-        decision, spent, pool = simulate(release, m, s, share, gam, reps, rng, **kwargs)
-        hits = int((decision != 0).sum()) if gam == 0 else int((decision == 1).sum())
-        print(
-            f"{label:<58} {rate(hits, reps):>16} {rate(int(pool.sum()), reps):>16} "
-            f"{spent.mean():>10.1f}"
-        )
-    independent = releases["independent"][0]
-    wrong = peeking(independent, mu, sigma, reps, rng)
+    print("\n".join(sources_rows))
     print(
         f"peeking: the exact McNemar test at alpha {ALPHA} after every batch, no difference: "
         f"error {rate(round(wrong * reps), reps)}"

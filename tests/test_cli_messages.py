@@ -675,7 +675,7 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             [
                 *["job", "decide-step", f"--analysis-plan={tree.catalog}"],
                 *[f"--plan-sha256={'0' * 64}", f"--harbor-plan={tree.catalog}"],
-                *["--step=0", "--attempts=1", f"--ledger={at['a-file']}"],
+                *["--step=0", f"--ledger={at['a-file']}"],
                 *["--max-cost-usd=", "--trial-cap-usd=", f"--output={out / 's.json'}"],
             ],
             {"file": str(tree.catalog), "field": "kind", "expected": "analysis plan"},
@@ -684,7 +684,7 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             [
                 *["job", "decide-comparison", f"--analysis-plan={tree.catalog}"],
                 *[f"--plan-sha256={'0' * 64}", f"--harbor-plan={tree.catalog}"],
-                *["--step=0", "--attempts=1", f"--ledger={at['a-file']}"],
+                *["--step=0", f"--ledger={at['a-file']}"],
                 *["--max-cost-usd=", "--trial-cap-usd=", f"--output={out / 's.json'}"],
             ],
             {"file": str(tree.catalog), "field": "kind", "expected": "analysis plan"},

@@ -103,8 +103,16 @@ def test_the_plan_seals_the_comparison_its_test_and_its_money(plan, selection):
     # model-free agents spend nothing; no ceiling is configured
     assert plan["money"]["per_trial_cap_usd"] == {"a": 0.0, "b": 0.0}
     assert plan["money"]["ceiling_usd"] is None and plan["money"]["worst_case_usd"] == 0
+    # infrastructure errors: rerun up to the configurations' attempts, then the task left out
+    assert plan["infrastructure_errors"] == {
+        "rule": "rerun then exclude",
+        "statement": sequential.ERROR_STATEMENT,
+    }
+    assert "execute.attempts" in plan["infrastructure_errors"]["statement"]
     assert plan["sealed_sha256"] == preregister.seal(plan)
     assert "sealed " + plan["sealed_sha256"][:12] in preregister.line(plan)
+    said = "infrastructure errors: up to 1 attempt(s) per trial, then the task left out; sealed"
+    assert said in preregister.line(plan)
 
 
 def test_the_plan_is_the_same_bytes_every_time(config, selection, plan):
@@ -581,8 +589,20 @@ def test_receipts_become_one_row_per_task_with_retried_errors_resolved(plan):
     ]
     rows = sequential.outcomes_from_receipts(plan, receipts)
     assert rows == [
-        {"task_id": order[0], "a": "accepted", "b": "rejected", "cost_usd": 3.5},
-        {"task_id": order[1], "a": "accepted", "b": "rejected", "cost_usd": None},
+        {
+            "task_id": order[0],
+            "a": "accepted",
+            "b": "rejected",
+            "cost_usd": 3.5,
+            "attempts": {"a": 2, "b": 1},
+        },
+        {
+            "task_id": order[1],
+            "a": "accepted",
+            "b": "rejected",
+            "cost_usd": None,
+            "attempts": {"a": 1, "b": 1},
+        },
     ]
     other = copy.deepcopy(receipts[0])
     other["plan"]["selection"]["selection_sha256"] = "f" * 64
@@ -647,6 +667,67 @@ def test_afbench_decide_reads_the_sealed_plan_and_the_receipts(plan, tmp_path):
     plan_file.write_bytes(json_bytes(edited))
     refused = afbench(*argv, "--output", tmp_path / "edited.json")
     assert refused.returncode == 2 and "field 'sealed_sha256'" in refused.stderr
+
+
+def test_a_plan_sealed_before_the_error_rule_keeps_errors_as_bounds(plan, config, tmp_path):
+    """A sequential plan sealed before afbench sealed a rule for infrastructure errors (no
+    `infrastructure_errors`: exactly what afbench wrote then) is still read, its seal holds, the
+    config still matches it, and its decisions keep the rule it was sealed under: an error is
+    counted both ways (a look is never held for it, nothing is left out); the same receipts
+    under a plan of today leave the task out."""
+    old = copy.deepcopy(plan)
+    del old["infrastructure_errors"]
+    old["sealed_sha256"] = preregister.seal(old)
+    preregister.check_sealed(old)
+    assert preregister.check_plan(old, preregister.plan_facts(config)) == []
+    assert "infrastructure errors as bounds" in preregister.line(old)
+    order = plan["stopping_rule"]["order"]
+    receipts = [receipt(plan, t, "oracle", 1, "accepted", 0.0) for t in order[:10]]
+    receipts += [receipt(plan, t, "nop", 1, "rejected", 0.0) for t in order[:10]]
+    receipts[0] = receipt(plan, order[0], "oracle", 1, "error", 0.0)
+    rows = sequential.outcomes_from_receipts(plan, receipts)
+    as_bounds = sequential.sequential_decision(rows, old)
+    assert as_bounds["infrastructure_errors"] == "bounds"
+    assert as_bounds["looks"][0]["unresolved"] == {"a": 1, "b": 0}
+    assert as_bounds["excluded_tasks"] == [] and as_bounds["next_reruns"] == []
+    excluded = sequential.sequential_decision(rows, plan)  # one attempt sealed: left out
+    assert excluded["infrastructure_errors"] == "rerun then exclude"
+    assert [t["task_id"] for t in excluded["excluded_tasks"]] == [order[0]]
+    assert excluded["looks"][0]["excluded"] == 1
+    assert excluded["looks"][0]["unresolved"] == {"a": 0, "b": 0}
+    # `afbench decide` reads either, and says what it left out
+    paths = []
+    for i, r in enumerate(receipts):
+        paths.append(tmp_path / f"r{i}.json")
+        paths[-1].write_bytes(json_bytes(r))
+    for sealed, said in ((old, None), (plan, "1 task(s) left out for both configurations")):
+        plan_file = tmp_path / "plan.json"
+        plan_file.write_bytes(json_bytes(sealed))
+        decided = afbench(
+            "decide", "--plan", plan_file, *[x for p in paths for x in ("--receipt", p)]
+        )
+        assert decided.returncode == 0, decided.stderr
+        if said is None:
+            assert "left out" not in decided.stdout
+        else:
+            assert f"{said}, one of them erring at every attempt: {order[0]}" in decided.stdout
+
+
+def test_a_rule_that_leaves_tasks_out_needs_one_attempt_count_for_both(plan, catalog):
+    """Leaving out a task whose trials still err is symmetric only when both configurations
+    may take the same number of attempts: a plan resealed with two counts is refused."""
+    forged = copy.deepcopy(plan)
+    forged["configurations"]["b"]["attempts"] = 3
+    forged["sealed_sha256"] = preregister.seal(forged)
+    [problem] = preregister.plan_holds(forged, catalog)
+    assert problem.field == "configurations.b.attempts"
+    assert problem.expected == "1 (configurations.a.attempts)" and problem.found == 3
+    with pytest.raises(AfbenchError, match="favours the configuration with more"):
+        preregister.check_sealed(forged, "plan.json")
+    as_bounds = copy.deepcopy(forged)
+    del as_bounds["infrastructure_errors"]
+    as_bounds["sealed_sha256"] = preregister.seal(as_bounds)
+    assert preregister.plan_holds(as_bounds, catalog) == []  # bounds hold for any counts
 
 
 def resealed(plan: dict, edit) -> dict:

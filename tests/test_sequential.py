@@ -1,6 +1,7 @@
 """The sequential paired test (afbench.sequential): its nested stratified order, its mixture and
 boundary checked by exact computation, its decisions after each batch, with infrastructure
-errors as bounds, and its exact operating characteristics checked against enumeration."""
+errors rerun and their tasks left out (and, under plans sealed before that rule, as bounds),
+and its exact operating characteristics checked against enumeration."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import copy
 import itertools
 import json
 import math
+import os
 import random
 import shutil
 import subprocess
@@ -216,6 +218,7 @@ def plan_of(design: dict, order: list[str]) -> dict:
         "stopping_rule": {"kind": "sequential", "order": order},
         "test": design,
         "design": {"fixed_n": {"tasks": 99}},
+        "configurations": {side: {"attempts": 1} for side in "ab"},
     }
 
 
@@ -360,6 +363,126 @@ def test_errors_that_could_flip_a_decision_keep_the_run_going(small):
     held = sequential.sequential_decision(rows, plan)
     assert held["decision"] != "A better" or held["stopped_at_tasks"] > stop
     assert held["looks"][0]["unresolved"]["a"] >= 1
+
+
+EXCLUDING = "rerun then exclude"
+
+
+def excluding(plan: dict, attempts: int = 2) -> dict:
+    """`plan` sealed with the rule for errors: rerun up to `attempts`, then leave the task out."""
+    plan = copy.deepcopy(plan)
+    plan["configurations"] = {
+        side: {**plan["configurations"][side], "attempts": attempts} for side in "ab"
+    }
+    plan["infrastructure_errors"] = {"rule": EXCLUDING, "statement": sequential.ERROR_STATEMENT}
+    return plan
+
+
+# a task's kinds under the rule, each as trial rows give it (two attempts sealed): a left out
+# (a's both attempts erred), concordant, for a (a's verdict after a rerun), for b
+EXCLUDED_ROW = {"a": "error", "b": "accepted", "attempts": {"a": 2, "b": 1}}
+KINDS_OF_TASK = {
+    "X": EXCLUDED_ROW,
+    "=": {"a": "rejected", "b": "rejected", "attempts": {"a": 1, "b": 2}},
+    "A": {"a": "accepted", "b": "rejected", "attempts": {"a": 2, "b": 1}},
+    "B": {"a": "rejected", "b": "accepted", "attempts": {"a": 1, "b": 1}},
+}
+
+
+def rows_of(pattern: str, order: list[str]) -> list[dict]:
+    return [
+        {"task_id": t, **copy.deepcopy(KINDS_OF_TASK[p]), "cost_usd": 1.0}
+        for t, p in zip(order, pattern, strict=False)
+    ]
+
+
+def test_leaving_out_a_task_whose_trials_still_err_keeps_the_error_within_alpha(small):
+    """Every run of 6 tasks, each left out (one side erred at both attempts), concordant, for a
+    or for b: a left-out task decides exactly as a concordant one would (the looks, their
+    decisions and where the run stops), and is counted in its look's `excluded`; so the chance
+    of each decision is the design's exact operating characteristic with a left-out task's
+    chance counted as concordant. With per-attempt errors exchangeable (the null: each side
+    errs at an attempt with the same chance, and solves with the same chance), A better and B
+    better are equally likely and together at most alpha."""
+    order = [f"t{i}" for i in range(6)]
+    plan = excluding(plan_of(small, order))
+    bare = plan_of(small, order)
+    decided = {}
+    for pattern in map("".join, itertools.product("X=AB", repeat=6)):
+        got = sequential.sequential_decision(rows_of(pattern, order), plan)
+        same = sequential.sequential_decision(outcomes(pattern.replace("X", "="), order), bare)
+        assert [(k["tasks"], k["decision"]) for k in got["looks"]] == [
+            (k["tasks"], k["decision"]) for k in same["looks"]
+        ], pattern
+        assert got["decision"] == same["decision"], pattern
+        looked = pattern[: got["stopped_at_tasks"]]
+        assert [k["excluded"] for k in got["looks"]] == [
+            pattern[: k["tasks"]].count("X") for k in got["looks"]
+        ]
+        assert [t["task_id"] for t in got["excluded_tasks"]] == [
+            t for t, p in zip(order, looked, strict=False) if p == "X"
+        ]
+        assert got["next_reruns"] == [] and got["unresolved_tasks"] == []
+        decided[pattern] = got["decision"]
+    for error, pa, pb in [(0.3, 0.5, 0.5), (0.05, 0.4, 0.4), (0.2, 0.8, 0.3)]:
+        left_out = 1 - (1 - error**2) ** 2  # either side erred at both of its attempts
+        counted = 1 - left_out
+        weights = {
+            "X": left_out,
+            "A": counted * pa * (1 - pb),
+            "B": counted * (1 - pa) * pb,
+        }
+        weights["="] = 1 - sum(weights.values())
+        chance = {"A better": 0.0, "B better": 0.0, "futile": 0.0}
+        for pattern, decision in decided.items():
+            chance[decision] += math.prod(weights[p] for p in pattern)
+        exact = sequential.operating_characteristics(small, weights["A"], weights["B"])
+        for name, value in chance.items():
+            assert value == pytest.approx(exact["decisions"][name], abs=2e-6)
+        if pa == pb:
+            assert chance["A better"] == pytest.approx(chance["B better"], abs=1e-12)
+            assert chance["A better"] + chance["B better"] <= 0.2
+
+
+def test_a_look_waits_for_its_errored_trials_and_the_next_batch_does_not(small):
+    """Rerun then exclude: an errored trial with an attempt left holds its look, is rerun
+    (its next attempt) and the next batch is named beside it; a task whose side erred at its
+    last attempt is left out and holds nothing; the retries are counted."""
+    order = [f"t{i}" for i in range(6)]
+    plan = excluding(plan_of(small, order), attempts=3)
+    first = [
+        {"task_id": "t0", "a": "accepted", "b": "rejected", "cost_usd": 1.0},
+        {"task_id": "t1", "a": "error", "b": "rejected", "cost_usd": 1.0},
+    ]
+    waiting = sequential.sequential_decision(first, plan)
+    assert waiting["decision"] == "continue" and waiting["looks"] == []
+    assert waiting["next_batch"] == ["t2", "t3"] and waiting["tasks_counted"] == 0
+    assert waiting["next_reruns"] == [{"task_id": "t1", "configuration": "a", "attempt": 2}]
+    assert waiting["unresolved_tasks"] == ["t1"] and waiting["retries"] == 0
+    assert "2 task(s), and 1 errored trial(s) to rerun" in sequential.line(waiting)
+    # two batches waiting on t1 (its second attempt erred too): the third batch is not held
+    second = [*first, *outcomes("AA", order[2:4])]
+    second[1] = {**second[1], "attempts": {"a": 2, "b": 1}}
+    held = sequential.sequential_decision(second, plan)
+    assert held["looks"] == [] and held["next_batch"] == ["t4", "t5"]
+    assert held["next_reruns"] == [{"task_id": "t1", "configuration": "a", "attempt": 3}]
+    # its last attempt erred: left out, and the looks it held are made at once
+    second[1] = {**second[1], "attempts": {"a": 3, "b": 1}}
+    out = sequential.sequential_decision(second, plan)
+    assert [(k["tasks"], k["excluded"]) for k in out["looks"]] == [(2, 1), (4, 1)]
+    assert out["excluded_tasks"] == [
+        {"task_id": "t1", "a": "error", "b": "rejected", "attempts": {"a": 3, "b": 1}}
+    ]
+    assert out["retries"] == 2 and out["next_reruns"] == []
+    assert out["looks"][-1]["favour_a"] == {"pairs": 3, "for_a": 3}
+    assert "1 task(s) left out for both configurations" in sequential.line(out)
+    # a side exhausted leaves the task out whatever the other side still waits for
+    both = [{"task_id": "t0", "a": "error", "b": "error", "attempts": {"a": 3, "b": 2}}]
+    assert sequential.sequential_decision(both, plan)["next_reruns"] == []
+    # bad attempts are refused by field
+    with pytest.raises(AfbenchError) as refused:
+        sequential.sequential_decision([{**first[0], "attempts": {"a": 0, "b": 1}}], plan)
+    assert refused.value.problems[0].field == "outcomes[0].attempts.a"
 
 
 @pytest.mark.parametrize(
@@ -513,7 +636,7 @@ def run_plan(design: dict, order: list[str]) -> dict:
     """plan_of with what a run step reads too: the configurations, the selection, the money."""
     plan = plan_of(design, order)
     plan["configurations"] = {
-        side: {"agent": agent, "model": None, "label": agent}
+        side: {"agent": agent, "model": None, "label": agent, "attempts": 1}
         for side, agent in (("a", "x:X"), ("b", "y:Y"))
     }
     plan["selection"] = {"name": "s", "selection_sha256": "5" * 64}
@@ -564,17 +687,17 @@ def receipts_of(pattern: str, order: list[str]) -> list[dict]:
 def test_a_run_step_names_the_next_batch_then_stops_at_the_decision(small):
     order = [f"t{i}" for i in range(6)]
     plan = run_plan(small, order)
-    first = sequential.run_step(plan, [], step=0, attempts=1)
+    first = sequential.run_step(plan, [], step=0)
     assert first["kind"] == "afbench sequential run" and not first["stopped"]
     assert first["next_trials"] == [
         {"task_id": t, "configuration": side, "label": SIDE_AGENT[side], "attempt": 1}
         for t in ("t0", "t1")
         for side in "ab"
     ]
-    after_one = sequential.run_step(plan, receipts_of("AA", order), step=1, attempts=1)
+    after_one = sequential.run_step(plan, receipts_of("AA", order), step=1)
     assert not after_one["stopped"] and after_one["decision"] == "continue"
     assert [t["task_id"] for t in after_one["next_trials"]] == ["t2", "t2", "t3", "t3"]
-    done = sequential.run_step(plan, receipts_of("AAAA", order), step=2, attempts=1)
+    done = sequential.run_step(plan, receipts_of("AAAA", order), step=2)
     assert done["stopped"] and done["stopped_by"] == "decision" and done["next_trials"] == []
     assert done["decision"] == "A better" and done["stopped_at_tasks"] == 4
     assert done["spent_usd"] == 16.0 and done["trials_started"] == 8
@@ -583,7 +706,7 @@ def test_a_run_step_names_the_next_batch_then_stops_at_the_decision(small):
     assert [t["configuration"] for t in done["trials"][:2]] == ["a", "b"]
     # the same receipts in any order: the same record, byte for byte
     shuffled = receipts_of("AAAA", order)[::-1]
-    assert json_bytes(sequential.run_step(plan, shuffled, step=2, attempts=1)) == json_bytes(done)
+    assert json_bytes(sequential.run_step(plan, shuffled, step=2)) == json_bytes(done)
     line = sequential.run_line(done)
     assert "A better, stopped at 4 tasks (decision" in line and "fixed-n" in line
     # the record beside its plan and receipts (the audit's relations): held, and each forgery
@@ -607,30 +730,149 @@ def test_a_run_step_names_the_next_batch_then_stops_at_the_decision(small):
     assert fields == {"plan_sha256", "alpha"}
 
 
-def test_at_the_horizon_errors_are_rerun_as_new_attempts_while_attempts_last(small):
-    """Errors are bounds: AAAEEE decides nothing either way at the horizon (a's three errors
-    could go either way), so a's errored trials run again as attempt 2; with one attempt
-    allowed, the run ends undecided; the reruns resolved, it decides."""
+def sealed_with(plan: dict, attempts: int, rule: str | None = None) -> dict:
+    """`plan` with each configuration's sealed attempts, and its error rule sealed (None: a
+    plan sealed before afbench sealed one, whose errors are bounds)."""
+    plan = copy.deepcopy(plan)
+    for side in "ab":
+        plan["configurations"][side]["attempts"] = attempts
+    if rule is not None:
+        plan["infrastructure_errors"] = {"rule": rule, "statement": sequential.ERROR_STATEMENT}
+    return plan
+
+
+def test_as_bounds_errors_are_rerun_at_the_horizon_while_attempts_last(small):
+    """A plan sealed before the error rule keeps its meaning: errors are bounds, and AAAEEE
+    decides nothing either way at the horizon (a's three errors could go either way), so a's
+    errored trials run again as attempt 2; with one attempt sealed, the run ends undecided;
+    the reruns resolved, it decides."""
     order = [f"t{i}" for i in range(6)]
-    plan = run_plan(without_futility(small), order)
+    plan = sealed_with(run_plan(without_futility(small), order), 2)
     receipts = receipts_of("AAAEEE", order)
-    held = sequential.run_step(plan, receipts, step=3, attempts=2)
+    held = sequential.run_step(plan, receipts, step=3)
+    assert held["infrastructure_errors"] == "bounds"
     assert not held["stopped"] and held["decision"] == "continue"
     assert held["unresolved_tasks"] == ["t3", "t4", "t5"]
     assert held["next_trials"] == [
         {"task_id": t, "configuration": "a", "label": "x:X", "attempt": 2}
         for t in ("t3", "t4", "t5")
     ]
-    spent = sequential.run_step(plan, receipts, step=3, attempts=1)
+    # the batches before the horizon are not held up by their errors: looked at as bounds
+    early = sequential.run_step(plan, receipts_of("AE", order), step=1)
+    assert [t["attempt"] for t in early["next_trials"]] == [1] * 4
+    assert early["looks"][0]["unresolved"] == {"a": 1, "b": 0}
+    spent = sequential.run_step(sealed_with(plan, 1), receipts, step=3)
     assert spent["stopped"] and spent["stopped_by"] == "attempts exhausted"
     assert spent["decision"] == "continue" and spent["next_trials"] == []
     reruns = [trial_receipt(t, "a", 2, "accepted") for t in ("t3", "t4", "t5")]
-    decided = sequential.run_step(plan, receipts + reruns, step=4, attempts=2)
+    decided = sequential.run_step(plan, receipts + reruns, step=4)
     assert decided["stopped_by"] == "decision" and decided["decision"] == "A better"
+    assert decided["retries"] == 3 and decided["retries_usd"] == 6.0
+    assert decided["excluded_tasks"] == []
     beyond = [trial_receipt("t3", "a", 3, "accepted")]
     with pytest.raises(AfbenchError, match="beyond the attempts") as refused:
-        sequential.run_step(plan, receipts + reruns + beyond, step=5, attempts=2)
+        sequential.run_step(plan, receipts + reruns + beyond, step=5)
     assert refused.value.problems[0].field.endswith(".attempt")
+
+
+def test_each_step_reruns_the_errors_it_sees_and_no_attempt_is_asked_twice(small):
+    """The steps as `snakemake execute` runs them, each step's next trials run (their outcomes
+    drawn once per task, configuration and attempt) and their receipts handed to the next:
+    every errored trial with an attempt left is rerun at the very next step, beside the next
+    batch; no trial (task, configuration, attempt) is asked twice or beyond the sealed attempts,
+    and each step's trials are first offered to the ceiling's check; the run ends as the first
+    verdicts decide, a task left out exactly when one side erred at every attempt."""
+    order = [f"t{i}" for i in range(6)]
+    rng = random.Random(5)
+    seen_stops = set()
+    for run in range(150):
+        attempts = 1 + run % 3
+        plan = excluding(run_plan(small, order), attempts)
+        solves = {"a": rng.choice([0.3, 0.5, 0.8]), "b": rng.choice([0.3, 0.5])}
+        fate = {
+            (t, side, n): "error"
+            if rng.random() < 0.35
+            else ("accepted" if rng.random() < solves[side] else "rejected")
+            for t in order
+            for side in "ab"
+            for n in range(1, attempts + 1)
+        }
+        receipts, asked, offered = [], set(), []
+
+        def afford(trials, offered=offered):
+            offered.append([dict(t) for t in trials])
+
+        step, arrived = 0, []
+        while True:
+            record = sequential.run_step(plan, receipts, step=step, afford=afford)
+            wanted = {
+                (t["task_id"], t["configuration"], t["attempt"]) for t in record["next_trials"]
+            }
+            if record["next_trials"]:
+                assert offered[-1] == record["next_trials"]
+            left_out = {t["task_id"] for t in record["excluded_tasks"]}
+            for task, side, n in arrived:  # what this step received
+                other = "b" if side == "a" else "a"
+                exhausted = all(fate[(task, other, k)] == "error" for k in range(1, attempts + 1))
+                retried = not (exhausted and (task, other, attempts) in asked)
+                if fate[(task, side, n)] == "error" and n < attempts and not record["stopped"]:
+                    assert not retried or (task, side, n + 1) in wanted, (run, step, task, side)
+            if record["stopped"]:
+                break
+            assert not wanted & asked and all(n <= attempts for _, _, n in wanted)
+            asked |= wanted
+            arrived = sorted(wanted)
+            receipts += [trial_receipt(t, side, n, fate[(t, side, n)]) for t, side, n in arrived]
+            step += 1
+        seen_stops.add(record["stopped_by"])
+        # what the first verdicts decide, a left-out task as a concordant one, on the bare plan
+        pattern = ""
+        for t in order:
+            verdicts = [
+                next(
+                    (
+                        fate[(t, side, n)]
+                        for n in range(1, attempts + 1)
+                        if fate[(t, side, n)] != "error"
+                    ),
+                    None,
+                )
+                for side in "ab"
+            ]
+            if None in verdicts:
+                pattern += "="
+            else:
+                pattern += {("accepted", "rejected"): "A", ("rejected", "accepted"): "B"}.get(
+                    tuple(verdicts), "="
+                )
+        bare = sequential.sequential_decision(outcomes(pattern, order), plan_of(small, order))
+        assert record["decision"] == bare["decision"], run
+        assert record["stopped_at_tasks"] == bare["stopped_at_tasks"], run
+        assert left_out == {
+            t
+            for t in order[: record["tasks_counted"]]
+            if any(
+                all(fate[(t, side, n)] == "error" for n in range(1, attempts + 1)) for side in "ab"
+            )
+        }
+        assert record["retries"] == sum(n > 1 for _, _, n in asked)
+        # the audit makes the last step again from its receipts: a forged count is named
+        source = {"plan": plan, "receipts": receipts}
+        assert sequential.decision_of_receipts(record, source) == []
+        if record["excluded_tasks"]:
+            forged = copy.deepcopy(record)
+            forged["excluded_tasks"].pop()
+            problems = sequential.decision_of_receipts(forged, source)
+            assert {p.field for p in problems} == {"excluded_tasks"}
+            seen_stops.add("excluded")
+        if record["retries"]:
+            forged = dict(record, retries=0)
+            assert {p.field for p in sequential.decision_of_receipts(forged, source)} == {"retries"}
+    assert seen_stops == {"decision", "futility", "horizon", "excluded"}
+    # a receipt beyond the sealed attempts is a problem the audit names, not a crash
+    beyond = [*receipts, trial_receipt(order[0], "a", attempts + 1, "accepted")]
+    [problem] = sequential.decision_of_receipts(record, {"plan": plan, "receipts": beyond})
+    assert problem.field.endswith(".attempt") and "beyond the attempts" in problem.message
 
 
 def test_a_run_stops_at_the_ceiling_before_a_batch_it_cannot_pay_for(small):
@@ -638,7 +880,7 @@ def test_a_run_stops_at_the_ceiling_before_a_batch_it_cannot_pay_for(small):
     plan = run_plan(small, order)
     receipts = receipts_of("AA", order)
     receipts[-1] = trial_receipt("t1", "b", 1, "", refused="the ceiling: USD 10 is spent")
-    stopped = sequential.run_step(plan, receipts, step=1, attempts=1)
+    stopped = sequential.run_step(plan, receipts, step=1)
     assert stopped["stopped_by"] == "cost ceiling" and stopped["next_trials"] == []
     assert "job-b-t1-attempt-1 did not start: the ceiling" in stopped["stop_reason"]
     assert stopped["trials_refused"] == 1 and stopped["tasks_counted"] == 0
@@ -648,15 +890,13 @@ def test_a_run_stops_at_the_ceiling_before_a_batch_it_cannot_pay_for(small):
         asked.append(trials)
         return "the next 4 trial(s) would pass the ceiling"
 
-    unaffordable = sequential.run_step(
-        plan, receipts_of("AA", order), step=1, attempts=1, afford=afford
-    )
+    unaffordable = sequential.run_step(plan, receipts_of("AA", order), step=1, afford=afford)
     assert unaffordable["stopped_by"] == "cost ceiling" and unaffordable["next_trials"] == []
     assert unaffordable["stop_reason"] == "the next 4 trial(s) would pass the ceiling"
     assert [t["task_id"] for t in asked[0]] == ["t2", "t2", "t3", "t3"]
     # a decision needs no more money: the check is not asked
     asked.clear()
-    sequential.run_step(plan, receipts_of("AAAA", order), step=2, attempts=1, afford=afford)
+    sequential.run_step(plan, receipts_of("AAAA", order), step=2, afford=afford)
     assert asked == []
 
 
@@ -888,4 +1128,100 @@ def test_a_sealed_comparison_stops_at_its_first_decision_the_same_on_a_rerun(bui
     assert "field 'analysis.difference'" in refusal(
         root, comparison(root, {"preregister": {"difference": 0.5}})
     )
+    assert docker_leftovers(out / "jobs") == []
+
+
+RATE_LIMITED = "solve_agent:StrongAgentRateLimitedOnce"
+
+
+@pytest.mark.snakemake
+@pytest.mark.harbor
+@pytest.mark.docker
+def test_execute_reruns_an_errored_trial_at_the_next_step_and_the_run_decides(built):
+    """The README's comparison with a's first trial of demo_s01_t001 stopped by a provider's
+    rate limit (an infrastructure error) and two attempts sealed: `snakemake execute` runs its
+    second attempt at the very next step, beside the second batch; the look at the first batch
+    waits for it, and the second look decides A better. Nine Harbor trials, each paid once,
+    one of them a rerun; nothing left out."""
+    if reason := harbor_skip_reason() or docker_skip_reason():
+        pytest.skip(reason)
+    root = built
+    as_checkout(root)
+    readme = yaml.safe_load(readme_example(README_TEST)[0])
+    items = [{"selection": "seq-eight", "agent": RATE_LIMITED}, readme["plans"]["items"][1]]
+    args = comparison(
+        root,
+        {
+            "plans": {"items": items},
+            "execute": {"items": items, "attempts": 2},
+            "preregister": {"comparison": {"a": {"agent": RATE_LIMITED}}},
+        },
+    )
+    snakemake(root, "preregister", *args)
+    out = out_dir(root)
+    plan = json.loads((out / "execute/analysis-plan.json").read_text())
+    assert plan["infrastructure_errors"]["rule"] == "rerun then exclude"
+    assert {side["attempts"] for side in plan["configurations"].values()} == {2}
+    agents = str(root / "tests" / "harbor_agents")
+    paths = os.pathsep.join(p for p in (agents, os.environ.get("PYTHONPATH")) if p)
+    ran = subprocess.run(
+        [SNAKEMAKE, "execute", "--cores", "4", *args],
+        cwd=root,
+        env={**snakemake_env(), "PYTHONPATH": paths},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert ran.returncode == 0, said(ran)[-3000:]
+    assert "runs again at the next step, up to 2 attempt(s) in all, and a task still erring" in (
+        said(ran)
+    )
+    steps = [json.loads(p.read_text()) for p in sorted((out / "execute/sequential").iterdir())]
+    assert [s["step"] for s in steps] == [0, 1, 2]
+    label = plan["configurations"]["a"]["label"]
+    # step 1: the look at the first batch waits for a's rerun, which runs beside the second batch
+    assert steps[1]["looks"] == [] and steps[1]["unresolved_tasks"] == [ORDER[0]]
+    assert steps[1]["next_trials"] == [
+        {"task_id": ORDER[0], "configuration": "a", "label": label, "attempt": 2},
+        *(
+            {"task_id": t, "configuration": side, "label": plan["configurations"][side]["label"]}
+            | {"attempt": 1}
+            for t in ORDER[2:4]
+            for side in "ab"
+        ),
+    ]
+    decided = json.loads((out / "execute/decision.json").read_text())
+    assert (decided["decision"], decided["stopped_by"]) == ("A better", "decision")
+    assert [(look["tasks"], look["decision"]) for look in decided["looks"]] == [
+        (2, "continue"),
+        (4, "A better"),
+    ]
+    assert decided["retries"] == 1 and decided["excluded_tasks"] == []
+    assert decided["infrastructure_errors"] == "rerun then exclude"
+    first, second = (
+        json.loads((out / f"execute/seq-eight/{label}/{ORDER[0]}/attempt-{n}.json").read_text())
+        for n in (1, 2)
+    )
+    assert (first["outcome"], second["outcome"]) == ("error", "accepted")
+    assert decided["trials"][:2] == [
+        {"task_id": ORDER[0], "configuration": "a", "attempt": n, "outcome": outcome}
+        | {"cost_usd": 2.0, "refused": False}
+        for n, outcome in ((1, "error"), (2, "accepted"))
+    ]
+    receipts = sorted((out / "execute/seq-eight").rglob("attempt-*.json"))
+    assert len(receipts) == 9 and decided["trials_started"] == 9
+    assert decided["spent_usd"] == 18.0 and decided["retries_usd"] == 2.0
+    # each trial paid once: one start and one finish in the live ledger, every job its own
+    events = [json.loads(line) for line in (out / "jobs.ledger.jsonl").read_text().splitlines()]
+    for event in ("start", "finish"):
+        names = [e["job_name"] for e in events if e["event"] == event]
+        assert len(names) == len(set(names)) == 9, event
+    assert "1 trial(s) rerun after an infrastructure error" in said(ran)
+    html = (out / "report/executed/index.html").read_text()
+    assert "Trials rerun after an infrastructure error: 1 (USD 2.00)" in html
+    summary = json.loads((out / "runs/executed-seq-eight/summary.json").read_text())
+    assert summary["analysis_plan"]["as_planned"], summary["analysis_plan"]["problems"]
+    audited = audit_lines(out)
+    assert audited.returncode == 0, audited.stdout[-3000:]
+    assert "held   decision-receipts (" in audited.stdout
     assert docker_leftovers(out / "jobs") == []

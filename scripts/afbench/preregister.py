@@ -6,7 +6,9 @@ the selection: the release and selection (its hash), the two configurations as t
 run them (agent, model, Harbor environment, attempts, timeouts), the primary comparison, α, the
 test and its stopping rule (for a sequential one the whole design of afbench.sequential: the
 order of the tasks, the boundary and futility tables, the horizon), the design's difference and
-the fixed-n count beside it, each trial's cap and the ceiling. The plan is sealed: its SHA-256
+the fixed-n count beside it, for a sequential test its rule for infrastructure errors (rerun
+up to the configurations' attempts, then leave the task out: afbench.sequential says why that
+keeps the test valid), each trial's cap and the ceiling. The plan is sealed: its SHA-256
 over its own content (`sealed_sha256`), and the workflow writes it write-protected, so changing
 the config afterwards does not rewrite it.
 
@@ -20,6 +22,14 @@ What the other stages call:
   before a paid run);
 - `comparison_role(plan, ...)`: whether a comparison the report shows is the plan's
   (confirmatory) or not (exploratory).
+
+The retry count for infrastructure errors is execute.attempts, sealed already as each
+configuration's `attempts` (what its trials may run, checked against the receipts): the rule
+(`infrastructure_errors`) names it and holds no second copy. A sequential plan sealed before
+afbench sealed that rule has no `infrastructure_errors`; it is read as it was sealed, errors as
+bounds (afbench.sequential.error_rule), rather than refused: its seal covers what it said, a
+run under it may be half done, and the audit re-derives its decision from its receipts; giving
+it the new rule would change a sealed decision rule after the fact.
 """
 
 from __future__ import annotations
@@ -280,7 +290,7 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
     """The sealed plan from `facts` (as plan_facts gives them, or the job's flags) and the
     selection artifact they name: the order of its tasks, the test (for a sequential rule, the
     whole afbench.sequential design), the fixed-n count, the money, all sealed."""
-    from .sequential import design
+    from .sequential import ERROR_STATEMENT, RERUN_THEN_EXCLUDE, design
 
     selection = SELECTION.check(selection, "selection")
     analysis = facts["analysis"]
@@ -379,6 +389,11 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
         "analysis": {key: analysis[key] for key in ANALYSIS_KEYS},
         "test": test,
         "stopping_rule": rule,
+        **(
+            {"infrastructure_errors": {"rule": RERUN_THEN_EXCLUDE, "statement": ERROR_STATEMENT}}
+            if rule["kind"] == "sequential"
+            else {}
+        ),
         "design": {
             "difference": analysis["difference"],
             "discordance": psi,
@@ -603,6 +618,7 @@ def plan_holds(plan: Mapping, catalog: Mapping | None = None) -> list[Problem]:
             problems += _check_design(plan)
         if not problems:
             problems += _check_test(plan, None)
+        problems += _check_error_rule(plan)
     elif rule["horizon"] != tasks or test.get("tasks") != tasks:
         problems.append(
             Problem(
@@ -626,6 +642,25 @@ def plan_holds(plan: Mapping, catalog: Mapping | None = None) -> list[Problem]:
                 )
             )
     return problems
+
+
+def _check_error_rule(plan: Mapping) -> list[Problem]:
+    """Leaving out a task whose trials still err is symmetric only when both configurations
+    may take the same number of attempts."""
+    from .sequential import RERUN_THEN_EXCLUDE, error_rule
+
+    sides = plan["configurations"]
+    if error_rule(plan) != RERUN_THEN_EXCLUDE or sides["a"]["attempts"] == sides["b"]["attempts"]:
+        return []
+    return [
+        Problem(
+            "the two configurations may take different numbers of attempts: leaving out a task "
+            "whose trials still err favours the configuration with more",
+            field="configurations.b.attempts",
+            expected=f"{sides['a']['attempts']} (configurations.a.attempts)",
+            found=sides["b"]["attempts"],
+        )
+    ]
 
 
 def _check_design(plan: Mapping) -> list[Problem]:
@@ -786,8 +821,17 @@ def line(plan: Mapping) -> str:
     primary = plan["primary_comparison"]
     fixed = plan["design"]["fixed_n"]["tasks"]
     if rule["kind"] == "sequential":
+        from .sequential import RERUN_THEN_EXCLUDE, error_rule
+
         at = test["at_difference"]
         short = at["decisions"]["A better"] < test["power_asked"]
+        attempts = plan["configurations"]["a"]["attempts"]
+        errors = (
+            f"; infrastructure errors: up to {attempts} attempt(s) per trial, then the task left "
+            "out"
+            if error_rule(plan) == RERUN_THEN_EXCLUDE
+            else "; infrastructure errors as bounds"
+        )
         how = (
             f"sequential ({test['test']}), alpha {test['alpha']:g}, batches of "
             f"{rule['batch_tasks']}, horizon {rule['horizon']} tasks; at a difference of "
@@ -800,6 +844,7 @@ def line(plan: Mapping) -> str:
                 if short
                 else ""
             )
+            + errors
         )
     else:
         how = f"fixed ({FIXED_TEST}), alpha {test['alpha']:g}, {rule['horizon']} tasks"

@@ -847,9 +847,29 @@ def sequential_section(sequential: dict) -> str:
         f"{escape(run['plan_sha256'][:12])}: the decision is {escape(run['validity'])}.</p>",
     ]
     if run["unresolved_tasks"]:
+        held = (
+            "Infrastructure errors taken as bounds"
+            if run["infrastructure_errors"] == "bounds"
+            else "Waiting for an errored trial's rerun"
+        )
+        lines.append(f'<p class="note">{held}: {escape(", ".join(run["unresolved_tasks"]))}.</p>')
+    if run["retries"] or run["excluded_tasks"]:
         lines.append(
-            f'<p class="note">Infrastructure errors taken as bounds: '
-            f"{escape(', '.join(run['unresolved_tasks']))}.</p>"
+            f'<p id="sequential-errors">Trials rerun after an infrastructure error: '
+            f"{run['retries']} (USD {run['retries_usd']:,.2f}). Tasks left out of the test "
+            "for both configurations, one of them erring at every attempt the plan allows: "
+            + (
+                escape(
+                    "; ".join(
+                        f"{t['task_id']} (a {t['a']} after {t['attempts']['a']}, b {t['b']} "
+                        f"after {t['attempts']['b']} attempt(s))"
+                        for t in run["excluded_tasks"]
+                    )
+                )
+                if run["excluded_tasks"]
+                else "none"
+            )
+            + ".</p>"
         )
     looks = _table(
         ["tasks", "discordant pairs", "for a", "boundary", "e-value a", "e-value b", "decision"],

@@ -24,15 +24,41 @@ probability θ; no difference is θ = 1/2 on every task. After each batch the te
   and difference), is computed exactly for both directions; below `futility_power` both ways,
   the run is futile. A futility stop only ends a run without a decision, so it cannot raise
   the error above α. At the horizon every undecided run is futile;
-- infrastructure errors are bounds: a task whose outcome is an error for a configuration is
-  counted both ways, and `A better` is declared only if it holds with every error resolved
-  against a (M_a only grows as a pair moves towards a), `B better` likewise, `futile` only if
-  it holds resolved either way.
+- infrastructure errors (any outcome but accepted and rejected) follow the plan's sealed rule
+  (`infrastructure_errors`, ERROR_RULES). `rerun then exclude`: an errored trial runs again as
+  a new attempt in the next step, beside the next batch, up to the configurations' sealed
+  attempts (configurations.a.attempts = configurations.b.attempts, from execute.attempts); a
+  configuration's outcome on a task is its first verdict; a task one of whose configurations
+  erred at every attempt is left out of the test, for both configurations, and reported by
+  task; a look waits until each of its tasks is counted or left out. `bounds`, the rule of
+  plans sealed before afbench sealed one, which they keep: a task whose outcome is an error
+  for a configuration is counted both ways, and `A better` is declared only if it holds with
+  every error resolved against a (M_a only grows as a pair moves towards a), `B better`
+  likewise, `futile` only if it holds resolved either way; errored trials are rerun only at
+  the horizon, when the decision rests on them.
 
 The decision is about these tasks, paired, as the exact McNemar test's is: its null is that on
 every task the two configurations are exchangeable, which holds however tasks cluster by
 source. Batches are stratified by source, so at every look each source is represented in
 proportion (bench/sequential.py measures the error with sources that differ).
+
+Why leaving a task out keeps the test valid. Under that null the two configurations are
+exchangeable on each task with everything their trials record, infrastructure errors
+included: the pair of attempt sequences (a's, b's) is as likely as (b's, a's), tasks
+independent. The rule sees only whether each side reached a verdict within the same sealed
+number of attempts, and leaves the task out when either did not: a function of the pair that
+swapping a and b does not change. So, given which tasks are left out and which are discordant,
+each counted discordant pair still favours a or b with probability 1/2, independently: the
+test's null distribution, a fair coin over at most `horizon` pairs, whose boundary was
+calibrated for any stopping time. Retries and their timing are the same for both sides (each
+errored trial reruns at the next step), so they change when a look is made, never what it
+counts. What it does not protect against: errors that are not exchangeable under the null,
+above all errors that stand for the configuration's own failure (an agent whose crash on hard
+tasks reads as an infrastructure error, a provider that fails one model's long requests):
+leaving those tasks out removes one configuration's failures and can favour it when the two
+are equally good; errors as bounds were valid whatever the errors, at the cost of power. The
+decision is then about the tasks that were counted, not the whole selection: the excluded
+tasks are listed for that reason, and many of them say the comparison measured little.
 
 The design (`design`) fixes everything before money is spent: the prior's concentration c
 from the design's difference, the horizon (the fewest tasks, within the selection, that give
@@ -52,6 +78,7 @@ from fractions import Fraction
 
 from .errors import AfbenchError, Problem
 from .kinds import SEQUENTIAL_DECISION, SEQUENTIAL_RUN
+from .kinds.execution import ERROR_RULES
 
 TEST_NAME = "truncated beta-mixture sequential probability ratio test on the discordant pairs"
 TEST_METHOD = (
@@ -61,8 +88,10 @@ TEST_METHOD = (
     "better once M_a reaches the threshold, b once M_b does. The threshold is calibrated "
     "exactly for the horizon: the largest boundary whose first-passage probability under "
     "θ = 1/2, over every prefix of up to `horizon` discordant pairs, is at most α/2 per side "
-    "(integer path counts), never above Ville's 2/α. Errors are bounds: a decision must hold "
-    "with every infrastructure error resolved against it"
+    "(integer path counts), never above Ville's 2/α. Infrastructure errors follow the plan's "
+    "rule: rerun up to the sealed attempts and a task whose trials still err left out for "
+    "both (or, in plans sealed before that rule, bounds: a decision must hold with every "
+    "error resolved against it)"
 )
 FUTILITY_METHOD = (
     "non-binding conditional power (Lachin 2005): futile when the chance of a decision by the "
@@ -99,6 +128,15 @@ VALIDITY = (
     "whenever the run stops (a decision, futility, the cost ceiling or by hand)"
 )
 DECISIONS = ("A better", "B better", "continue", "futile")
+ERRORS_AS_BOUNDS, RERUN_THEN_EXCLUDE = ERROR_RULES
+ERROR_STATEMENT = (
+    "an infrastructure error (a trial's outcome other than accepted and rejected) runs again "
+    "as a new attempt at the next step, beside the next batch, up to the configurations' "
+    "attempts (configurations.a.attempts and .b.attempts, sealed from execute.attempts); "
+    "each configuration's outcome on a task is its first verdict; a task one of whose "
+    "configurations erred at every attempt is left out of the test for both, and reported; a "
+    "look waits until each of its tasks is counted or left out"
+)
 # The largest horizon a design covers: the exact tables cost O(horizon^3) to build
 MAX_HORIZON = 1000
 MAX_PRIOR_CONCENTRATION = 1000
@@ -543,6 +581,16 @@ def _check_outcomes(outcomes: Sequence[Mapping], order: Sequence[str]) -> dict[s
                     expected=f"one of {', '.join(OUTCOMES)}",
                     found=row.get(side),
                 )
+        tried = row.get("attempts", {"a": 1, "b": 1})
+        for side in ("a", "b"):
+            ran = tried.get(side) if isinstance(tried, Mapping) else None
+            if isinstance(ran, bool) or not isinstance(ran, int) or ran < 1:
+                raise AfbenchError(
+                    "the attempts a configuration ran on a task are a whole number >= 1",
+                    field=f"{where}.attempts.{side}",
+                    expected="a whole number >= 1 (absent: one attempt each)",
+                    found=ran,
+                )
         cost = row.get("cost_usd")
         if cost is not None and (
             isinstance(cost, bool)
@@ -558,6 +606,35 @@ def _check_outcomes(outcomes: Sequence[Mapping], order: Sequence[str]) -> dict[s
             )
         found[task_id] = row
     return found
+
+
+def error_rule(plan: Mapping) -> str:
+    """The sealed plan's rule for infrastructure errors (ERROR_RULES): a sequential plan sealed
+    before afbench sealed one keeps the rule it was sealed under, errors as bounds."""
+    sealed = plan.get("infrastructure_errors")
+    return ERRORS_AS_BOUNDS if sealed is None else sealed["rule"]
+
+
+def sealed_attempts(plan: Mapping) -> dict[str, int]:
+    """How many attempts each configuration's trial of a task may take: the plan's
+    configurations' attempts (sealed from execute.attempts, their one home)."""
+    return {side: plan["configurations"][side]["attempts"] for side in ("a", "b")}
+
+
+def _attempts_run(row: Mapping) -> Mapping[str, int]:
+    return row.get("attempts", {"a": 1, "b": 1})
+
+
+def _standing(row: Mapping, rule: str, attempts: Mapping[str, int]) -> str:
+    """A task's standing under the error rule: `counted` (as bounds, always), or `counted`
+    once both configurations have a verdict, `excluded` once one of them erred at every
+    attempt it may take, `pending` while an errored one has an attempt left."""
+    if rule == ERRORS_AS_BOUNDS:
+        return "counted"
+    tried = _attempts_run(row)
+    if any(row[side] not in RESOLVED and tried[side] >= attempts[side] for side in "ab"):
+        return "excluded"
+    return "counted" if row["a"] in RESOLVED and row["b"] in RESOLVED else "pending"
 
 
 def _counts(rows: Sequence[Mapping]) -> dict:
@@ -586,15 +663,19 @@ def _shown(log_e: float) -> float:
 
 def sequential_decision(outcomes: Sequence[Mapping], plan: Mapping) -> dict:
     """The decision after the batches finished so far. `outcomes`: one row per task run,
-    {"task_id", "a", "b", "cost_usd"} with a's and b's trial outcomes (afbench.runs.OUTCOMES:
-    accepted and rejected are resolved, any other is an infrastructure error or unknown, taken
-    as bounds) and what the task's trials cost (or null). `plan`: a sealed analysis plan
-    (afbench.preregister) with a sequential stopping rule. Looks at each batch whose tasks all
-    have outcomes, in the plan's order, and stops at the first decision. Returns the decision
-    record: the decision, why, every look, where it stopped, what it spent, the next batch to
-    run (when it continues), the tasks whose errors keep it from deciding (rerun them: at the
-    horizon a decision resting on errors is `continue` with no next batch), and what the
-    fixed-n planner would have spent."""
+    {"task_id", "a", "b", "cost_usd", "attempts"} with a's and b's trial outcomes
+    (afbench.runs.OUTCOMES: accepted and rejected are verdicts, any other an infrastructure
+    error or unknown), what the task's trials cost (or null) and how many attempts each
+    configuration ran ({"a": n, "b": n}; absent: one each). `plan`: a sealed analysis plan
+    (afbench.preregister) with a sequential stopping rule, whose rule for infrastructure errors
+    (error_rule) says what an error does. Looks at each batch whose tasks all have outcomes
+    (rerun then exclude: each counted or left out), in the plan's order, and stops at the
+    first decision. Returns the decision record: the decision, why, every look, where it
+    stopped, what it spent, the next batch to run (when it continues), the errored trials to
+    run again (`next_reruns`), the tasks whose errors hold the decision (`unresolved_tasks`:
+    as bounds, those counted both ways; at the horizon a decision resting on them is
+    `continue` with no next batch; rerun then exclude, those waiting for a rerun), the tasks
+    left out (`excluded_tasks`), and what the fixed-n planner would have spent."""
     rule = plan["stopping_rule"]
     if rule.get("kind") != "sequential":
         raise AfbenchError(
@@ -605,18 +686,20 @@ def sequential_decision(outcomes: Sequence[Mapping], plan: Mapping) -> dict:
             found=rule.get("kind"),
         )
     test = plan["test"]
+    errors, attempts = error_rule(plan), sealed_attempts(plan)
     order, looks = rule["order"], test["looks"]
     boundary, tables = test["boundary"], test["futility"]["tables"]
     done = _check_outcomes(outcomes, order[: looks[-1]])
+    standing = {task_id: _standing(row, errors, attempts) for task_id, row in done.items()}
     # the mixture's values, for the record only: decisions read the sealed integer tables
     log_e = log_mixture_rows(looks[-1], test["prior_concentration"])
     history = []
     decision, reason, stopped_at = "continue", None, None
     for look, futile_below in zip(looks, tables, strict=True):
         batch = order[:look]
-        if any(task_id not in done for task_id in batch):
+        if any(standing.get(task_id, "pending") == "pending" for task_id in batch):
             break
-        counts = _counts([done[task_id] for task_id in batch])
+        counts = _counts([done[t] for t in batch if standing[t] == "counted"])
         fa, fb = counts["favour_a"], counts["favour_b"]
         # a better only if it holds with every error resolved against a; b likewise
         a_better = fb["for_a"] >= boundary[fb["pairs"]]
@@ -659,6 +742,7 @@ def sequential_decision(outcomes: Sequence[Mapping], plan: Mapping) -> dict:
                 "boundary_for_b": boundary[fa["pairs"]],
                 "e_a": _shown(log_e[fb["pairs"]][fb["for_a"]]),
                 "e_b": _shown(log_e[fa["pairs"]][fa["pairs"] - fa["for_a"]]),
+                "excluded": sum(standing[t] == "excluded" for t in batch),
                 "decision": decided,
             }
         )
@@ -666,17 +750,39 @@ def sequential_decision(outcomes: Sequence[Mapping], plan: Mapping) -> dict:
             decision, reason, stopped_at = decided, why, look
             break
     spent_tasks = history[-1]["tasks"] if history else 0
-    counted = [done[t] for t in order[:spent_tasks]]
+    looked = order[:spent_tasks]
+    counted = [done[t] for t in looked if standing[t] == "counted"]
     ran = list(done)
     costs = [done[t].get("cost_usd") for t in ran]
-    next_batch = []
+    next_batch: list[str] = []
     if decision == "continue" and stopped_at is None:
-        upto = looks[len(history)] if len(history) < len(looks) else looks[-1]
-        next_batch = [t for t in order[:upto] if t not in done]
-    unresolved_tasks = [
-        t
-        for t in order[:spent_tasks]
-        if done[t]["a"] not in RESOLVED or done[t]["b"] not in RESOLVED
+        # the first batch not yet run (rerun then exclude: even while an earlier one waits)
+        upto = next((n for n in looks if any(t not in done for t in order[:n])), None)
+        next_batch = [t for t in order[: upto or 0] if t not in done]
+    if errors == ERRORS_AS_BOUNDS:
+        unresolved_tasks = [
+            t for t in looked if done[t]["a"] not in RESOLVED or done[t]["b"] not in RESOLVED
+        ]
+        # rerun only at the horizon, the decision resting on them
+        waiting = unresolved_tasks if decision == "continue" and stopped_at is not None else []
+    else:
+        unresolved_tasks = [t for t in order if standing.get(t) == "pending"]
+        waiting = unresolved_tasks if decision == "continue" else []
+    next_reruns = [
+        {"task_id": t, "configuration": side, "attempt": _attempts_run(done[t])[side] + 1}
+        for t in waiting
+        for side in ("a", "b")
+        if done[t][side] not in RESOLVED and _attempts_run(done[t])[side] < attempts[side]
+    ]
+    excluded_tasks = [
+        {
+            "task_id": t,
+            "a": done[t]["a"],
+            "b": done[t]["b"],
+            "attempts": dict(_attempts_run(done[t])),
+        }
+        for t in looked
+        if standing[t] == "excluded"
     ]
     return SEQUENTIAL_DECISION.record(
         plan_sha256=plan["sealed_sha256"],
@@ -698,8 +804,12 @@ def sequential_decision(outcomes: Sequence[Mapping], plan: Mapping) -> dict:
         fixed_n_worst_case_usd=plan["design"]["fixed_n"]["tasks"]
         * plan.get("money", {}).get("worst_case_per_task_usd", 0.0),
         expected_tasks_at_difference=test["at_difference"]["expected_tasks"],
+        infrastructure_errors=errors,
+        retries=sum(n - 1 for t in ran for n in _attempts_run(done[t]).values()),
+        excluded_tasks=excluded_tasks,
         looks=history,
         next_batch=next_batch,
+        next_reruns=next_reruns,
         unresolved_tasks=unresolved_tasks,
     )
 
@@ -708,8 +818,9 @@ def outcomes_from_receipts(plan: Mapping, receipts: Sequence[Mapping]) -> list[d
     """The rows `sequential_decision` reads, from the trial receipts of the plan's two
     configurations (afbench.execute): per task, each configuration's outcome is that of its
     first attempt with a verdict (accepted or rejected: later attempts exist to retry
-    infrastructure errors), else of its last attempt that started; the cost is every started
-    attempt's, both configurations (null when a trial reported none). A task is left out until
+    infrastructure errors), else of its last attempt that started, and its attempts the
+    latest that started; the cost is every started attempt's, both configurations (null when
+    a trial reported none). A task is left out until
     both configurations have a started attempt (a trial refused at the cost ceiling did not
     start). Receipts of another selection, configuration or task are refused."""
     from .plan import plan_label
@@ -757,6 +868,9 @@ def outcomes_from_receipts(plan: Mapping, receipts: Sequence[Mapping]) -> list[d
             row[side] = (decided[0] if decided else tried[-1])["outcome"]
             costs += [t["cost_usd"] for r in tried for t in r["trials"]] or [None]
         row["cost_usd"] = None if None in costs else sum(costs)
+        row["attempts"] = {
+            side: max(r["attempt"] for r in attempts[(task_id, side)]) for side in ("a", "b")
+        }
         rows.append(row)
     return rows
 
@@ -766,9 +880,10 @@ RUN_NOTE = (
     "The paired comparison of the sealed analysis plan, run by `snakemake execute` in batches "
     "of its order: after each step (step 0: before any trial) the sequential test decides on "
     "the trials run so far, and the run stops at the first decision, at the horizon or at the "
-    "cost ceiling, whichever comes first; otherwise `next_trials` run next (the next batch, "
-    "or at the horizon a new attempt of each trial whose infrastructure error keeps the "
-    "decision open)."
+    "cost ceiling, whichever comes first; otherwise `next_trials` run next: a new attempt of "
+    "each trial whose infrastructure error is known, up to the sealed attempts, beside the "
+    "next batch (in a plan whose errors are bounds, a new attempt only at the horizon, of each "
+    "trial whose error keeps the decision open)."
 )
 
 
@@ -784,30 +899,32 @@ def run_step(
     receipts: Sequence[Mapping],
     *,
     step: int,
-    attempts: int,
     afford: Callable[[list[dict]], str | None] | None = None,
 ) -> dict:
     """Where the comparison of the sealed `plan` stands after `step` steps of `snakemake
     execute`, from the trial receipts of its two configurations so far (afbench.execute), and
     what runs next: the decision record's facts (sequential_decision), whether and why the run
-    stopped (kinds.execution.STOPS), what it spent, and `next_trials` ({task_id, configuration,
-    label, attempt}): the next batch of the plan's order, both configurations, first attempts; or,
-    at the horizon, a new attempt (up to `attempts`, execute.attempts) of each trial whose error
-    keeps the decision open. `afford(next_trials)` says why the next trials may not start at
-    the cost ceiling (the guard's arithmetic, afbench.execute.approve), or None."""
+    stopped (kinds.execution.STOPS), what it spent, the retries and the tasks left out, and
+    `next_trials` ({task_id, configuration, label, attempt}): the decision's reruns (each a new
+    attempt, within the configuration's sealed attempts), then the next batch of the plan's
+    order, both configurations, first attempts. `afford(next_trials)` says why the next trials
+    may not start at the cost ceiling (the guard's arithmetic, afbench.execute.approve), or
+    None."""
     if step < 0:
         raise ValueError("steps count from 0")
     receipts = sorted(receipts, key=lambda r: (r["task_id"], r["plan"]["agent"], r["attempt"]))
+    decided = sequential_decision(outcomes_from_receipts(plan, receipts), plan)
+    attempts = sealed_attempts(plan)
+    sides = {(c["agent"], c["model"]): side for side, c in plan["configurations"].items()}
     for i, receipt in enumerate(receipts):
-        if not 1 <= receipt["attempt"] <= attempts:
+        most = attempts[sides[(receipt["plan"]["agent"], receipt["plan"]["model"])]]
+        if not 1 <= receipt["attempt"] <= most:
             raise AfbenchError(
-                "a trial's attempt is beyond the attempts the run allows",
+                "a trial's attempt is beyond the attempts the sealed plan allows",
                 field=f"receipts[{i}].attempt",
-                expected=f"1 to {attempts} (execute.attempts)",
+                expected=f"1 to {most} (configurations' attempts, execute.attempts)",
                 found=receipt["attempt"],
             )
-    decided = sequential_decision(outcomes_from_receipts(plan, receipts), plan)
-    sides = {(c["agent"], c["model"]): side for side, c in plan["configurations"].items()}
     labels = {side: c["label"] for side, c in plan["configurations"].items()}
     position = {task_id: i for i, task_id in enumerate(plan["stopping_rule"]["order"])}
     trials = sorted(
@@ -837,39 +954,19 @@ def run_step(
         first = refused[0]
         stopped_by = "cost ceiling" if first["action"] == "refused" else "interrupted trial"
         stop_reason = f"trial {first['job_name']} did not start: {first['refused']}"
-    elif decided["next_batch"]:
+    else:
+        wanted = [(r["task_id"], r["configuration"], r["attempt"]) for r in decided["next_reruns"]]
+        wanted += [(t, side, 1) for t in decided["next_batch"] for side in ("a", "b")]
         next_trials = [
-            {"task_id": t, "configuration": side, "label": labels[side], "attempt": 1}
-            for t in decided["next_batch"]
-            for side in ("a", "b")
+            {"task_id": t, "configuration": side, "label": labels[side], "attempt": attempt}
+            for t, side, attempt in wanted
         ]
-    else:  # at the horizon, the decision rests on errors: a new attempt of each
-        chosen = {(t["task_id"], t["configuration"]): t for t in trials if not t["refused"]}
-        for task_id in decided["unresolved_tasks"]:
-            for side in ("a", "b"):
-                tried = [
-                    t
-                    for t in trials
-                    if (t["task_id"], t["configuration"]) == (task_id, side) and not t["refused"]
-                ]
-                if any(t["outcome"] in RESOLVED for t in tried) or (task_id, side) not in chosen:
-                    continue
-                attempt = max(t["attempt"] for t in tried) + 1
-                if attempt <= attempts:
-                    next_trials.append(
-                        {
-                            "task_id": task_id,
-                            "configuration": side,
-                            "label": labels[side],
-                            "attempt": attempt,
-                        }
-                    )
         if not next_trials:
             stopped_by = "attempts exhausted"
             stop_reason = (
                 f"at the horizon the decision rests on the infrastructure errors of "
                 f"{len(decided['unresolved_tasks'])} task(s), and each has run "
-                f"{attempts} attempt(s) (execute.attempts): undecided"
+                f"{max(attempts.values())} attempt(s) (execute.attempts): undecided"
             )
     if next_trials and afford is not None:
         why = afford(next_trials)
@@ -878,6 +975,7 @@ def run_step(
     started = [t for t in trials if not t["refused"]]
     costs = [t["cost_usd"] for t in started]
     spent = round(sum(c for c in costs if c is not None), 6)
+    retried = [t["cost_usd"] for t in started if t["attempt"] > 1]
     per_task = spent / decided["tasks_run"] if decided["tasks_run"] and spent else None
     fixed_n = plan["design"]["fixed_n"]["tasks"]
     return SEQUENTIAL_RUN.record(
@@ -909,6 +1007,10 @@ def run_step(
         expected_tasks_at_difference=decided["expected_tasks_at_difference"],
         unresolved=decided["unresolved"],
         unresolved_tasks=decided["unresolved_tasks"],
+        infrastructure_errors=decided["infrastructure_errors"],
+        retries=len(retried),
+        retries_usd=round(sum(c for c in retried if c is not None), 6),
+        excluded_tasks=decided["excluded_tasks"],
         looks=decided["looks"],
         trials=trials,
         next_trials=next_trials,
@@ -923,6 +1025,7 @@ def decision_of_plan(run: Mapping, plan: Mapping) -> list[Problem]:
         "comparison": plan["primary_comparison"],
         "alpha": plan["test"]["alpha"],
         "horizon": plan["stopping_rule"]["horizon"],
+        "infrastructure_errors": error_rule(plan),
     }
     return [
         Problem(
@@ -951,6 +1054,9 @@ _FROM_RECEIPTS = (
     "fixed_n_usd_at_observed_cost",
     "unresolved",
     "unresolved_tasks",
+    "retries",
+    "retries_usd",
+    "excluded_tasks",
     "looks",
     "trials",
 )
@@ -969,8 +1075,18 @@ def decision_of_receipts(run: Mapping, source: Mapping) -> list[Problem]:
         if (r["plan"]["agent"], r["plan"]["model"]) in sides
         and r["plan"]["selection"]["selection_sha256"] == wanted
     ]
-    attempts = max((r["attempt"] for r in ours), default=1)
-    again = run_step(plan, ours, step=run["step"], attempts=attempts)
+    try:
+        again = run_step(plan, ours, step=run["step"])
+    except AfbenchError as error:
+        return [
+            Problem(
+                f"its receipts cannot be decided under the sealed plan: {p.message}",
+                field=p.field,
+                expected=p.expected,
+                found=p.found,
+            )
+            for p in error.problems
+        ]
     problems = []
     for field in _FROM_RECEIPTS:
         made, found, at = again[field], run[field], field
@@ -994,14 +1110,38 @@ def decision_of_receipts(run: Mapping, source: Mapping) -> list[Problem]:
     return problems
 
 
+def errors_line(record: Mapping) -> str:
+    """What a decision or step record says of infrastructure errors: the retries spent and the
+    tasks left out, by task ("" when there are none)."""
+    parts = []
+    if record["retries"]:
+        spent = f" (USD {record['retries_usd']:g})" if "retries_usd" in record else ""
+        parts.append(f"{record['retries']} trial(s) rerun after an infrastructure error{spent}")
+    excluded = [t["task_id"] for t in record["excluded_tasks"]]
+    if excluded:
+        shown = ", ".join(excluded[:10]) + (
+            f" and {len(excluded) - 10} more" if len(excluded) > 10 else ""
+        )
+        parts.append(
+            f"{len(excluded)} task(s) left out for both configurations, one of them erring at "
+            f"every attempt: {shown}"
+        )
+    return "; ".join(parts)
+
+
 def run_line(run: Mapping) -> str:
     """A run step in one line, for the terminal."""
     comparison = run["comparison"]
     head = f"afbench execute: {comparison['a']} against {comparison['b']}: "
+    errors = errors_line(run)
+    errors = f"; {errors}" if errors else ""
     if not run["stopped"]:
+        reruns = sum(t["attempt"] > 1 for t in run["next_trials"])
         return (
             head + f"{run['decision']} after {run['tasks_counted']} task(s) (step {run['step']}); "
             f"next {len(run['next_trials'])} trial(s)"
+            + (f", {reruns} of them reruns" if reruns else "")
+            + errors
         )
     where = (
         f"stopped at {run['stopped_at_tasks']} tasks"
@@ -1011,8 +1151,8 @@ def run_line(run: Mapping) -> str:
     return (
         head + f"{run['decision']}, {where} ({run['stopped_by']}: {run['stop_reason']}); spent "
         f"USD {run['spent_usd']:g} on {run['tasks_run']} task(s) of the horizon's "
-        f"{run['horizon']}; the fixed-n planner's count is {run['fixed_n_tasks']} task(s) (worst "
-        f"case USD {run['fixed_n_worst_case_usd']:g}); {VALIDITY}"
+        f"{run['horizon']}{errors}; the fixed-n planner's count is {run['fixed_n_tasks']} "
+        f"task(s) (worst case USD {run['fixed_n_worst_case_usd']:g}); {VALIDITY}"
     )
 
 
@@ -1022,10 +1162,13 @@ def line(decided: Mapping) -> str:
         where = f"after {decided['tasks_counted']} tasks, next {len(decided['next_batch'])} task(s)"
     else:
         where = f"after {decided['stopped_at_tasks']} tasks ({decided['reason']})"
+    if decided["next_reruns"]:
+        where += f", and {len(decided['next_reruns'])} errored trial(s) to rerun"
+    errors = errors_line(decided)
     return (
         f"afbench decide: {decided['decision']} {where}; spent USD {decided['spent_usd']:g} on "
-        f"{decided['tasks_run']} task(s); the fixed-n count is {decided['fixed_n_tasks']}; "
-        "valid at any stopping time up to the horizon"
+        f"{decided['tasks_run']} task(s)" + (f"; {errors}" if errors else "") + "; the fixed-n "
+        f"count is {decided['fixed_n_tasks']}; valid at any stopping time up to the horizon"
     )
 
 

@@ -120,10 +120,13 @@ def _sequential(step: dict | None) -> dict | None:
         "boundary_for_a": None if look is None else look["boundary_for_a"],
         "for_b": None if look is None else look["favour_a"]["pairs"] - look["favour_a"]["for_a"],
         "boundary_for_b": None if look is None else look["boundary_for_b"],
+        # the furthest look the next trials reach: every task started by then
         "next_look_tasks": None
         if step["stopped"]
-        else step["tasks_counted"] + len({t["task_id"] for t in step["next_trials"]}),
+        else len({t["task_id"] for t in [*step["trials"], *step["next_trials"]]}),
         "next_trials": step["next_trials"],
+        "retries": step["retries"],
+        "excluded": [t["task_id"] for t in step["excluded_tasks"]],
     }
 
 
@@ -357,9 +360,17 @@ def sequential_line(seq: dict) -> str:
         if seq["stopped"]
         else f"next look at {seq['next_look_tasks']} task(s)"
     )
+    reruns = sum(t["attempt"] > 1 for t in seq["next_trials"])
+    errors = "".join(
+        (
+            f"; {seq['retries']} trial(s) rerun after an error" if seq["retries"] else "",
+            f", {reruns} more next" if reruns else "",
+            f"; left out: {', '.join(seq['excluded'])}" if seq["excluded"] else "",
+        )
+    )
     return (
         f"comparison {seq['comparison']}: step {seq['step']}, {seq['decision']} after "
-        f"{seq['tasks_counted']} of at most {seq['horizon']} task(s); {evidence}; {where}"
+        f"{seq['tasks_counted']} of at most {seq['horizon']} task(s); {evidence}; {where}{errors}"
     )
 
 

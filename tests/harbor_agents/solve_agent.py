@@ -13,7 +13,10 @@ agent context (`agent_result.cost_usd`), as a model agent reports its spend.
 
     PYTHONPATH=tests/harbor_agents harbor run -p TASK -a solve_agent:StrongAgent ... -e docker
 
-`StrongAgent` solves 80% of the tasks, `WeakAgent` 20%.
+`StrongAgent` solves 80% of the tasks, `WeakAgent` 20%. `StrongAgentRateLimitedOnce` is
+StrongAgent whose first attempt at demo_s01_t001 (the trial of a job named `…-attempt-1`) raises
+Harbor's ApiRateLimitError, a provider's limit that leaves no valid reward: an infrastructure
+error, which a later attempt gets past.
 """
 
 from __future__ import annotations
@@ -80,3 +83,22 @@ class WeakAgent(SolveAgent):
     @staticmethod
     def name() -> str:
         return "afbench-test-weak"
+
+
+class StrongAgentRateLimitedOnce(StrongAgent):
+    LIMITED_TASK = "demo_s01_t001"
+
+    @staticmethod
+    def name() -> str:
+        return "afbench-test-strong-rate-limited-once"
+
+    async def run(
+        self, instruction: str, environment: BaseEnvironment, context: AgentContext
+    ) -> None:
+        job = self.logs_dir.parent.parent.name  # <jobs>/<job>/<trial>/agent
+        if self.task() == self.LIMITED_TASK and job.endswith("-attempt-1"):
+            from harbor.agents.installed.base import ApiRateLimitError
+
+            context.cost_usd = self.COST_USD
+            raise ApiRateLimitError(f"afbench test agent: rate limited on purpose in {job}")
+        await super().run(instruction, environment, context)

@@ -987,6 +987,17 @@ def comparison_lines():
         if stopping["kind"] == "sequential"
         else f"all {stopping['horizon']} tasks, tested once at the end"
     )
+    if stopping["kind"] == "sequential":
+        from afbench.sequential import RERUN_THEN_EXCLUDE, error_rule
+
+        attempts = plan["configurations"]["a"]["attempts"]
+        how += (
+            f"; a trial ending in an infrastructure error runs again at the next step, up to "
+            f"{attempts} attempt(s) in all, and a task still erring is left out for both"
+            if error_rule(plan) == RERUN_THEN_EXCLUDE
+            else "; infrastructure errors are bounds, rerun only at the horizon (a plan sealed "
+            "before afbench sealed a rule for them)"
+        )
     return [
         f"afbench execute: the sealed comparison {primary['a']} against {primary['b']} on "
         f"{primary['selection']} (analysis plan sealed {plan['sealed_sha256'][:12]}, which the "
@@ -1061,14 +1072,14 @@ def status_params():
 
 def decide_params():
     """What a step of the comparison is decided with: the sealed plan (its path and the seal
-    the run was approved against), the receipts so far, the attempts a trial may take, and
-    the ceiling the next batch must fit under (the live ledger, at each trial's cap)."""
+    the run was approved against; it holds the attempts a trial may take), the receipts so
+    far, and the ceiling the next trials must fit under (the live ledger, at each trial's
+    cap)."""
     return {
         "analysis_plan": option("analysis-plan", ANALYSIS_PLAN),
         "sealed": lambda w: option("plan-sha256", sealed_comparison()["sealed_sha256"]),
         "harbor_plans": lambda w, input: options("harbor-plan", input.harbor_plans),
         "receipts": lambda w, input: options("receipt", input.receipts),
-        "attempts": setting("attempts", "execute/attempts"),
         "ledger": option("ledger", LIVE_LEDGER),
         "ceiling": setting("max-cost-usd", "execute/max_cost_usd"),
         "cap": setting("trial-cap-usd", "execute/trial_cap_usd"),

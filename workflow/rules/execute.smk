@@ -52,8 +52,10 @@ rule run_trial:
 checkpoint decide_step:
     """The sealed comparison after `step` steps (0: before any trial): the sequential test on
     every trial run so far, and whether the run stops (a decision, futility, the horizon, the
-    ceiling) or which trials run next. A checkpoint: the next step's trials are known only
-    once it is written. The sealed plan is read, not declared (sealed_comparison)."""
+    ceiling) or which trials run next (the errored trials' new attempts beside the next
+    batch, within the attempts the plan sealed). A checkpoint: the next step's trials are
+    known only once it is written. The sealed plan is read, not declared
+    (sealed_comparison)."""
     input:
         harbor_plans=comparison_plans,
         receipts=lambda w: comparison_receipts_before(int(w.step)),
@@ -71,8 +73,8 @@ checkpoint decide_step:
         step=lambda w: option("step", w.step),
     shell:
         "afbench job decide-step {params.analysis_plan} {params.sealed} "
-        "{params.harbor_plans} {params.receipts} {params.step} {params.attempts} "
-        "{params.ledger} {params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
+        "{params.harbor_plans} {params.receipts} {params.step} {params.ledger} "
+        "{params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
 
 
 rule decide_comparison:
@@ -94,8 +96,8 @@ rule decide_comparison:
         step=lambda w: option("step", comparison_run()[1]),
     shell:
         "afbench job decide-comparison {params.analysis_plan} {params.sealed} "
-        "{params.harbor_plans} {params.receipts} {params.step} {params.attempts} "
-        "{params.ledger} {params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
+        "{params.harbor_plans} {params.receipts} {params.step} {params.ledger} "
+        "{params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
 
 
 rule import_executed:

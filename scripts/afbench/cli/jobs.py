@@ -981,7 +981,6 @@ def _decide_step_args(p):
     )
     p.add_argument("--receipt", help="a trial receipt of the comparison (repeatable)", **FILES)
     p.add_argument("--step", required=True, type=types.whole(0), metavar="N")
-    p.add_argument("--attempts", required=True, type=setting("execute/attempts"), metavar="N")
     p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
     p.add_argument(
         "--max-cost-usd", required=True, type=setting("execute/max_cost_usd"), metavar="USD|"
@@ -999,7 +998,7 @@ def decide_step(args):
     sides = comparison_sides(plan, args.harbor_plan)
     receipts = read_receipts(args.receipt)
     afford = next_trials_afford(plan, sides, args.ledger, args.max_cost_usd, args.trial_cap_usd)
-    run = run_step(plan, receipts, step=args.step, attempts=args.attempts, afford=afford)
+    run = run_step(plan, receipts, step=args.step, afford=afford)
     write_json(args.output, run)
     print(run_line(run), file=sys.stderr)
 

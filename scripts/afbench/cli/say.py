@@ -271,12 +271,20 @@ def _run_plan(r: dict) -> str:
     )
 
 
+def _left_out(r: dict) -> str:
+    excluded = len(r["excluded_tasks"])
+    return f" ({_n(excluded, 'task')} left out)" if excluded else ""
+
+
 def _sequential_decision(r: dict) -> str:
-    return f"sequential decision: {r['decision']} after {_n(r['tasks_counted'], 'task')}"
+    return (
+        f"sequential decision: {r['decision']} after {_n(r['tasks_counted'], 'task')}"
+        + _left_out(r)
+    )
 
 
 def _sequential_run(r: dict) -> str:
-    where = f"{r['decision']} after {_n(r['tasks_counted'], 'task')}"
+    where = f"{r['decision']} after {_n(r['tasks_counted'], 'task')}{_left_out(r)}"
     if r["stopped"]:
         return f"sequential run, step {r['step']}: {where}, stopped ({r['stopped_by']})"
     return f"sequential run, step {r['step']}: {where}, next {_n(len(r['next_trials']), 'trial')}"

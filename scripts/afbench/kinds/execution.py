@@ -180,6 +180,10 @@ CHARACTERISTICS = Shape(
     Field("tasks_quantiles", MapOf(int, keys="quantile"), unit="tasks"),
 )
 SEQUENTIAL_ONLY = "sequential stopping only"
+# what a sealed comparison does with a trial that ends in an infrastructure error (afbench.
+# sequential): count it both ways (the rule of plans sealed before afbench sealed one), or run
+# it again up to the configurations' attempts and leave out a task whose trials still err
+ERROR_RULES = ("bounds", "rerun then exclude")
 FIXED_ONLY = "fixed-n stopping only"
 TEST = Shape(
     "sealed test",
@@ -263,6 +267,17 @@ ANALYSIS_PLAN = Kind(
         ),
     ),
     Field(
+        "infrastructure_errors",
+        Shape(
+            "infrastructure error rule",
+            Field("rule", str, values=ERROR_RULES),
+            Field("statement", str),
+        ),
+        optional=True,
+        doc="sequential stopping only; absent from a sequential plan sealed before afbench "
+        "sealed this rule: its errors are bounds",
+    ),
+    Field(
         "design",
         Shape(
             "design",
@@ -335,7 +350,21 @@ LOOK = Shape(
     Field("boundary_for_b", int),
     Field("e_a", float),
     Field("e_b", float),
+    Field("excluded", int, minimum=0, unit="tasks", doc="of the look's tasks, those left out"),
     Field("decision", str, values=DECISIONS),
+)
+EXCLUDED_TASK = Shape(
+    "excluded task",
+    Field("task_id", str),
+    Field("a", str, doc="a's outcome: its verdict, or its last attempt's error"),
+    Field("b", str),
+    Field("attempts", Shape("attempts per side", Field("a", int), Field("b", int))),
+)
+RERUN = Shape(
+    "rerun",
+    Field("task_id", str),
+    Field("configuration", str, values=("a", "b")),
+    Field("attempt", int, minimum=2),
 )
 SEQUENTIAL_DECISION = Kind(
     "afbench sequential decision",
@@ -357,10 +386,20 @@ SEQUENTIAL_DECISION = Kind(
     Field("fixed_n_tasks", int, unit="tasks"),
     Field("fixed_n_worst_case_usd", float, unit="USD"),
     Field("expected_tasks_at_difference", float, unit="tasks"),
+    Field("infrastructure_errors", str, values=ERROR_RULES, doc="the sealed plan's rule"),
+    Field("retries", int, minimum=0, unit="trials", doc="attempts after each trial's first"),
+    Field(
+        "excluded_tasks",
+        ListOf(EXCLUDED_TASK),
+        doc="the looked-at tasks left out: a configuration's every attempt erred",
+    ),
     Field("looks", ListOf(LOOK)),
     Field("next_batch", ListOf(str)),
+    Field("next_reruns", ListOf(RERUN), doc="errored trials to run again next"),
     Field("unresolved_tasks", ListOf(str)),
-    doc="the decision after the batches finished so far (`afbench job decide`)",
+    # 2: the error rule, retries, excluded tasks and reruns; each look's excluded tasks
+    version=2,
+    doc="the decision after the batches finished so far (`afbench decide`)",
 )
 
 # why a comparison run through `snakemake execute` stopped (afbench.sequential.run_step)
@@ -370,7 +409,8 @@ STOPS = (
     "horizon",  # undecided at the horizon
     "cost ceiling",  # a trial refused at the ceiling, or the next batch's caps do not fit
     "interrupted trial",  # a trial of a paid agent interrupted earlier and not run again
-    "attempts exhausted",  # at the horizon a decision rests on errors, and no attempt is left
+    "attempts exhausted",  # errors as bounds: at the horizon a decision rests on errors, and
+    # no attempt is left
 )
 CONFIGURATION_SIDES = ("a", "b")
 SEQUENTIAL_RUN = Kind(
@@ -409,6 +449,10 @@ SEQUENTIAL_RUN = Kind(
     Field("expected_tasks_at_difference", float, unit="tasks"),
     Field("unresolved", UNRESOLVED, unit="tasks"),
     Field("unresolved_tasks", ListOf(str)),
+    Field("infrastructure_errors", str, values=ERROR_RULES, doc="the sealed plan's rule"),
+    Field("retries", int, minimum=0, unit="trials", doc="trials started after a first attempt"),
+    Field("retries_usd", float, unit="USD", doc="what they cost, as reported"),
+    Field("excluded_tasks", ListOf(EXCLUDED_TASK)),
     Field("looks", ListOf(LOOK)),
     Field(
         "trials",
@@ -436,8 +480,10 @@ SEQUENTIAL_RUN = Kind(
                 Field("attempt", int, minimum=1),
             )
         ),
-        doc="empty once stopped",
+        doc="empty once stopped; errored trials' new attempts first, then the next batch",
     ),
+    # 2: the error rule, retries and excluded tasks; each look's excluded tasks
+    version=2,
     doc="where a sealed comparison run by `snakemake execute` stands after a step, and what "
     "runs next (`afbench job decide-step`)",
 )

@@ -270,7 +270,7 @@ DECISION_OF_PLAN = _relation(
     "decision-plan",
     "afbench sequential run",
     "afbench analysis plan",
-    "the seal it was made under (plan_sha256), the comparison, α and horizon",
+    "the seal it was made under (plan_sha256), the comparison, α, horizon and error rule",
     "sequential:decision_of_plan",
     "cross-checked",
 )
@@ -278,8 +278,8 @@ DECISION_OF_RECEIPTS = _relation(
     "decision-receipts",
     "afbench sequential run",
     "afbench trial receipt",
-    "the decision, its looks, trials, counts and spend, made again from the comparison's "
-    "receipts under the sealed plan",
+    "the decision, its looks, trials, counts, spend, retries and tasks left out, made again "
+    "from the comparison's receipts under the sealed plan",
     "sequential:decision_of_receipts",
     "re-derived",
 )
