@@ -176,6 +176,34 @@ def test_the_time_left_comes_from_the_trials_own_durations(tmp_path):
     assert (oracle["mean_trial_s"], oracle["left"], oracle["time_left_s"]) == (100.0, 3, 300.0)
 
 
+@pytest.mark.parametrize("tasks, left, time_left_s", [(4, 2, 270.0), (2, 0, 70.0)])
+def test_a_running_trial_counts_what_it_still_needs_at_the_mean(tmp_path, tasks, left, time_left_s):
+    """o1 took 100 s; o2 has run 30 s by the ledger's last stamp: it needs 70 s more, then
+    each trial left takes 100 s, one at a time as now; the last trial running is not done."""
+    path = tmp_path / "jobs.ledger.jsonl"
+    events = [
+        ("o1", "start", "2026-01-01T10:00:00+00:00"),
+        ("o2", "start", "2026-01-01T10:01:10+00:00"),
+        ("o1", "finish", "2026-01-01T10:01:40+00:00"),
+    ]
+    lines = []
+    for name, event, at in events:
+        entry = {**trial(name, task=name), "event": event, "host": "h", "pid": 1, "at": at}
+        entry |= (
+            {"worst_case_usd": 0.0}
+            if event == "start"
+            else {"cost_usd": 0.0, "cost_reported": True, "trials": 1}
+        )
+        lines.append(json.dumps(entry))
+    path.write_text("\n".join(lines) + "\n")
+    write_receipt(tmp_path / "execute", "o1", "accepted", task="o1")
+    plan = write_run_plan(tmp_path / "plan.json", "oracle", tasks=tasks, ceiling_usd=10.0)
+    snap = watch.snapshot(path, tmp_path / "execute", [plan])
+    [oracle] = snap["configurations"]
+    assert (oracle["done"], oracle["running"], oracle["left"]) == (1, 1, left)
+    assert oracle["time_left_s"] == snap["time_left_s"] == time_left_s
+
+
 # --- the renderings -------------------------------------------------------------------------------
 def test_once_prints_the_snapshot_s_lines_and_json_its_record(run):
     code, out, err = afbench("watch", *flags(run), "--once")

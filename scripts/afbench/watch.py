@@ -74,7 +74,7 @@ def last_step(folder: Path | None) -> dict | None:
 def _seconds(start: str, end: str) -> float | None:
     try:
         return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
-    except ValueError:
+    except (TypeError, ValueError):  # a stamp unreadable, or one with an offset and one without
         return None
 
 
@@ -130,10 +130,15 @@ def _sequential(step: dict | None) -> dict | None:
     }
 
 
-def _count_ledger(row: Callable[[str], dict], entries: list[dict], now: dict) -> dict:
+def _count_ledger(
+    row: Callable[[str], dict], entries: list[dict], now: dict
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Each configuration's money and its running and held trials, from the ledger; returns
-    the durations of its finished trials (start to finish), by configuration."""
+    the durations of its finished trials (start to finish) and how long each running trial has
+    run by the ledger's last stamp, by configuration."""
     durations: dict[str, list[float]] = {}
+    running: dict[str, list[float]] = {}
+    last = max((entry["at"] for entry in entries), default=None)
     started: dict[str, str] = {}
     for entry in entries:
         label = plan_label(entry["agent"], entry["model"])
@@ -153,10 +158,13 @@ def _count_ledger(row: Callable[[str], dict], entries: list[dict], now: dict) ->
         elif event == "released":
             started.pop(entry["job_name"], None)
     for entry in now["starts"].values():
-        made = row(plan_label(entry["agent"], entry["model"]))
+        label = plan_label(entry["agent"], entry["model"])
+        made = row(label)
         made["running"] += 1
         made["open_usd"] += entry["worst_case_usd"]
-    return durations
+        ran = _seconds(entry["at"], last) if last is not None else None
+        running.setdefault(label, []).append(max(0.0, ran or 0.0))
+    return durations, running
 
 
 def _count_receipts(row: Callable[[str], dict], receipts: list[tuple[str, dict]]) -> dict:
@@ -193,8 +201,11 @@ def _left_of_step(row: Callable[[str], dict], step: dict, receipted: dict) -> No
             made["left"] = max(0, waiting.get(label, 0) - made["running"])
 
 
-def _figures(made: dict, took: list[float]) -> None:
-    """What follows from the counts: trials left, the rate and its interval, the time left."""
+def _figures(made: dict, took: list[float], ran: list[float]) -> None:
+    """What follows from the counts: trials left, the rate and its interval, the time left
+    (`took`: finished trials' durations; `ran`: how long each running trial has run). The
+    time left is what the running trials still need at the mean (the longest of them; one
+    already past the mean counts none), then the trials left, as many at once as run now."""
     if made["planned"] is not None:
         closed = made["done"] + made["refused"]
         made["left"] = max(0, made["planned"] - closed - made["running"])
@@ -204,9 +215,9 @@ def _figures(made: dict, took: list[float]) -> None:
     if took:
         made["mean_trial_s"] = round(sum(took) / len(took), 3)
     if made["left"] is not None and made["mean_trial_s"] is not None:
-        made["time_left_s"] = round(
-            made["mean_trial_s"] * made["left"] / max(1, made["running"]), 3
-        )
+        mean = made["mean_trial_s"]
+        finishing = max((max(0.0, mean - seconds) for seconds in ran), default=0.0)
+        made["time_left_s"] = round(finishing + mean * made["left"] / max(1, made["running"]), 3)
     for key in ("spent_usd", "held_usd", "open_usd"):
         made[key] = round(made[key], 6)
 
@@ -237,20 +248,22 @@ def snapshot(
         side = plan["configuration"]
         made = row(side["label"])
         made["planned"] = (made["planned"] or 0) + plan["selection"]["tasks"] * side["attempts"]
-    durations = _count_ledger(row, entries, now)
+    durations, running = _count_ledger(row, entries, now)
     receipted = _count_receipts(row, receipts)
     if step is not None:
         _left_of_step(row, step, receipted)
     # a configuration with no finished trial yet is estimated from the others'
     every = [seconds for took in durations.values() for seconds in took]
     for label, made in rows.items():
-        _figures(made, durations.get(label) or every)
+        _figures(made, durations.get(label) or every, running.get(label, []))
     sequential = _sequential(step)
     job_names = {receipt["job_name"] for _, receipt in receipts}
     configurations = [rows[label] for label in sorted(rows)]
     committed = ledger.committed(now)
     # a configuration whose trials left are unknown leaves the run's time left unknown
-    times = [m["time_left_s"] for m in configurations if m["left"] is None or m["left"]]
+    times = [
+        m["time_left_s"] for m in configurations if m["left"] is None or m["left"] or m["running"]
+    ]
     over = _over(entries, receipts_dir is not None, configurations, job_names, sequential)
     return {
         "as_of": max((entry["at"] for entry in entries), default=None),
