@@ -19,6 +19,7 @@ prefix); store.root itself is a local path (a URL is refused by the setting's sc
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import AfbenchError
@@ -28,11 +29,14 @@ PART = "part-0.parquet"
 # and must not import pandas for that; store_revision and a test hold the two equal
 TABLES = (
     "tasks",
+    "selections",
     "official_results",
     "leaderboard",
     "comparisons",
     "run_attempts",
     "run_outcomes",
+    "receipts",
+    "ledger_entries",
     "official_failures",
     "run_failures",
     "task_table",
@@ -148,9 +152,12 @@ def store_paths(outputs: list, revision: str) -> dict[str, Path]:
     return wanted
 
 
-def store_revision(results: str | os.PathLike, outputs: list, revision: str) -> list[Path]:
+def store_revision(
+    results: str | os.PathLike, outputs: list, revision: str, ledger: Iterable[dict] = ()
+) -> list[Path]:
     """Write every table of one revision's results folder into its partitions of the store
-    (`outputs`: store_paths), replaced as one unit."""
+    (`outputs`: store_paths), replaced as one unit; `ledger`: the live cost ledger's entries
+    (afbench.ledger.read_entries), of which those of the folder's trials are stored."""
     from . import frames
     from .fsutil import write_outputs
 
@@ -165,8 +172,16 @@ def store_revision(results: str | os.PathLike, outputs: list, revision: str) -> 
             expected=revision,
             found=folder.revision,
         )
-    present = set(frames.available_tables(folder))
-    tables = {t: frames.TABLES[t](folder) if t in present else empty_frame(t) for t in TABLES}
+    present = set(frames.available_tables(folder, ledger=True))
+
+    def built(table: str):
+        if table not in present:
+            return empty_frame(table)
+        if table == frames.LEDGER_TABLE:
+            return frames.ledger_entries(folder, ledger)
+        return frames.TABLES[table](folder)
+
+    tables = {table: built(table) for table in TABLES}
     written = [(paths[t], table_parquet(f, t)) for t, f in tables.items()]
     rows = ", ".join(f"{t} {len(f):,}" for t, f in tables.items())
     write_outputs(written, about=f"store: revision {revision} (rows: {rows})")

@@ -16,6 +16,7 @@ from ..errors import AfbenchError
 from ..fsutil import write_json
 from ..settings import converter as setting
 from ..settings import default
+from ..store import TABLES
 from . import types
 from .actions import (
     REPORT_FILES,
@@ -600,9 +601,15 @@ def _export_args(p):
         "--table",
         action="append",
         metavar="NAME",
-        help="a table to write (repeatable; default: every table the folder has): tasks, "
-        "official_results, leaderboard, comparisons, run_attempts, run_outcomes, "
-        "official_failures, run_failures, task_table",
+        help="a table to write (repeatable; default: every table the folder has): "
+        + ", ".join(TABLES),
+    )
+    p.add_argument(
+        "--ledger",
+        type=types.input_path,
+        metavar="FILE",
+        help="csv/parquet: the live cost ledger of `snakemake execute` "
+        "(results/<revision>/jobs.ledger.jsonl), for the ledger_entries table",
     )
     p.add_argument(
         "--condition",
@@ -651,12 +658,16 @@ def export(args):
         ):
             if given:
                 raise AfbenchError(f"{flag} is for markdown, latex or eee", field=flag)
-        export(args.root, args.output_dir, args.format, args.table)
+        from ..ledger import read_entries
+
+        ledger = read_entries(args.ledger, settled_only=True) if args.ledger else None
+        export(args.root, args.output_dir, args.format, args.table, ledger)
         return
     from ..exports import write_exports
 
-    if args.table:
-        raise AfbenchError("--table is for csv or parquet", field="--table")
+    for flag, given in (("--table", args.table), ("--ledger", args.ledger)):
+        if given:
+            raise AfbenchError(f"{flag} is for csv or parquet", field=flag)
     write_exports(
         args.root,
         args.output_dir,
