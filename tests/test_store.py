@@ -423,7 +423,7 @@ def test_an_s3_endpoint_that_does_not_answer_is_one_line(monkeypatch):
     assert f"found '{endpoint}'" in line and "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL" in line
 
 
-def test_a_url_of_another_scheme_is_refused_as_the_setting_is(tmp_path):
+def test_a_url_of_another_scheme_is_refused_as_the_setting_is():
     code, err = cli("query", "--store", "gs://bucket/store", "SELECT 1")
     assert code == 2
     [line] = refusal_lines(err)
