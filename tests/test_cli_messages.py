@@ -210,6 +210,15 @@ def places(tree, tmp_path_factory) -> dict:
     for root, data in ((store, table_parquet(empty_frame("tasks"), "tasks")), (damaged, b"PAR")):
         (root / "tasks" / "revision=r").mkdir(parents=True)
         (root / "tasks" / "revision=r" / "part-0.parquet").write_bytes(data)
+    # a second revision of tasks, without its receipts
+    (store / "tasks" / "revision=s").mkdir()
+    shutil.copyfile(
+        store / "tasks/revision=r/part-0.parquet", store / "tasks/revision=s/part-0.parquet"
+    )
+    (store / "receipts" / "revision=r").mkdir(parents=True)
+    (store / "receipts" / "revision=r" / "part-0.parquet").write_bytes(
+        table_parquet(empty_frame("receipts"), "receipts")
+    )
     return {
         "base": base,
         "checkout": checkout,
@@ -369,6 +378,14 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
         "query (a damaged file)": (
             ["query", "--store", at["damaged-store"], "SELECT 1"],
             {"file": "part-0.parquet", "text": "not a readable Parquet file"},
+        ),
+        "query (a missing partition)": (
+            ["query", "--store", at["store"], "SELECT * FROM receipts"],
+            {
+                "file": str(at["store"] / "receipts/revision=s/part-0.parquet"),
+                "text": "revision s has no partition of table receipts",
+                "expected": "every table's partition of every revision",
+            },
         ),
         "discover": (
             [*["discover", *cfg, "--checkout", at["not-a-demo"]], "--output-dir", out / "disc"],
@@ -740,6 +757,7 @@ CASES = [
     "query",
     "query (bad SQL)",
     "query (a damaged file)",
+    "query (a missing partition)",
     "discover",
     "diff",
     "compare-revisions",

@@ -554,3 +554,15 @@ def test_a_config_validated_again_is_a_fresh_copy_of_the_same_settings():
     with pytest.raises(AfbenchError):
         validate_config(broken)
     assert validate_config(data) == second
+
+
+def test_the_history_refuses_a_store_it_cannot_read(demo_yaml):
+    """The history across revisions reads the store's partitions on this machine: with an S3
+    store.root it is refused by name, not left to find no other revision."""
+    doc = at(at(demo_yaml, ["store", "root"], "s3://bucket/store"), ["report", "history"], True)
+    with pytest.raises(AfbenchError) as err:
+        validate_config(doc)
+    assert [p.field for p in err.value.problems] == ["report/history"]
+    assert validate_config(at(doc, ["report", "history"], False))["store"]["root"] == (
+        "s3://bucket/store"
+    )

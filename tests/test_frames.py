@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import test_watch
 
 import afbench.frames as af
+from afbench import ledger
 from afbench.cli import build_parser, main
 from afbench.errors import AfbenchError
 
@@ -30,6 +32,9 @@ from conftest import (
     revision_dir,
     verdict,
 )
+
+# tests/test_watch.py's run in the middle: trial receipts and a live ledger, no Docker
+run = test_watch.run
 
 # docs/exports.md's example ("Results as DataFrames"), run as written by the test below.
 README_EXAMPLE = """\
@@ -60,6 +65,11 @@ def demo(tmp_path_factory, demo_run) -> Path:
     rev = revision_dir(copy_demo_run(demo_run, base))  # run_all's tree, copied
     add_local_runs(base, rev)
     return rev
+
+
+# the demo runs no trials (`snakemake execute`): its folder has every table but these
+EXECUTED = ("receipts", "ledger_entries")
+DEMO_TABLES = [name for name in af.TABLES if name not in EXECUTED]
 
 
 def subset(rev: Path, dest: Path, *parts: str) -> Path:
@@ -224,6 +234,68 @@ def test_run_tables_one_row_per_trial_and_per_configuration_and_task(demo):
     assert verdicts.reward.loc["demo_s01_t003"] is pd.NA
 
 
+def test_selections_have_one_row_per_task_of_each_selection_in_its_order(demo):
+    found = af.selections(demo)
+    check_schema(found, "selections")
+    selections = [
+        json.loads(p.read_text()) for p in sorted((demo / "tasks/selections").glob("*.json"))
+    ]
+    assert selections and len(found) == sum(len(s["tasks"]) for s in selections)
+    for selection in selections:
+        rows = found[found.selection == selection["name"]]
+        assert list(rows.task_id) == selection["task_ids"]
+        assert list(rows.position) == list(range(1, len(rows) + 1))
+        assert set(rows.selection_sha256) == {selection["selection_sha256"]}
+        assert set(rows.selection_tasks) == {selection["counts"]["tasks"]}
+        assert list(rows.source_id) == [t["source_id"] for t in selection["tasks"]]
+    assert list(found.selection.unique()) == sorted(s["name"] for s in selections)
+
+
+def test_the_ledger_entry_declaration_is_the_ledger_s_own_lines():
+    from afbench.kinds.execution import LEDGER_ENTRY
+
+    assert set(LEDGER_ENTRY.names) == {"event", *ledger.FIELD_CHECKS}
+    # every line has what every event's line has; the rest only some events' lines
+    always = {f.name for f in LEDGER_ENTRY.fields if not f.optional}
+    assert always == {"event", *ledger.COMMON}
+    assert tuple(ledger.REQUIRED) == ledger.EVENTS
+
+
+def test_receipts_and_ledger_entries_from_a_run_with_trials(run, tmp_path, capsys):
+    folder = run["receipts"]
+    receipts = {
+        doc["job_name"]: doc
+        for doc in (json.loads(p.read_text()) for p in sorted(folder.rglob("attempt-*.json")))
+    }
+    found = af.receipts(folder)
+    check_schema(found, "receipts")
+    assert list(found.job_name) == ["p1", "o1", "o2"]  # a:B's before oracle's, by task
+    assert list(found.outcome) == [receipts[n]["outcome"] for n in found.job_name]
+    assert found.attrs["revision"] == "a" * 40
+    entries = ledger.read_entries(run["ledger"])
+    kept = af.ledger_entries(folder, entries)
+    check_schema(kept, "ledger_entries")
+    assert set(kept.job_name) == set(receipts)  # o3, p2, p3 have no receipt here
+    assert list(kept.entry) == [
+        n for n, e in enumerate(entries, start=1) if e["job_name"] in receipts
+    ]
+    with pytest.raises(AfbenchError, match="no artifact of the folder"):
+        af.ledger_entries(folder)
+    # export: the ledger's table when its file is given, and only then (parquet: the
+    # placeholder receipts' empty texts, which a CSV cell can not tell from unknown, kept)
+    out = tmp_path / "tables"
+    argv = ["export", "--root", str(folder), "--format", "parquet", "--output-dir", str(out)]
+    assert main([*argv, "--ledger", str(run["ledger"])]) == 0
+    assert sorted(p.name for p in out.iterdir()) == ["ledger_entries.parquet", "receipts.parquet"]
+    pd.testing.assert_frame_equal(af.read_export(out / "ledger_entries.parquet"), kept)
+    pd.testing.assert_frame_equal(af.read_export(out / "receipts.parquet"), found)
+    assert main([*argv, "--table", "ledger_entries"]) == 2
+    assert "afbench export --ledger FILE" in capsys.readouterr().err
+    paper = [*argv[:3], "--format", "markdown", "--output-dir", str(tmp_path / "paper")]
+    assert main([*paper, "--ledger", str(run["ledger"])]) == 2
+    assert "--ledger is for csv or parquet" in capsys.readouterr().err
+
+
 def test_an_error_written_with_reward_0_is_refused(demo, tmp_path):
     root = subset(demo, tmp_path, "runs/verdicts-three")
     path = root / "runs/verdicts-three/outcomes.csv"
@@ -294,7 +366,7 @@ def test_artifacts_are_found_by_kind_in_regular_files_only(demo, tmp_path):
 
 
 def test_available_tables_are_those_whose_artifacts_the_folder_holds(demo, tmp_path):
-    assert af.available_tables(demo) == list(af.TABLES)
+    assert af.available_tables(demo) == DEMO_TABLES
     assert af.available_tables(subset(demo, tmp_path, "imports")) == [
         "official_results",
         "leaderboard",
@@ -307,9 +379,9 @@ def test_available_tables_are_those_whose_artifacts_the_folder_holds(demo, tmp_p
 def test_export_csv_round_trips_every_table(demo, tmp_path):
     out = tmp_path / "tables"
     assert main(["export", "--root", str(demo), "--format", "csv", "--output-dir", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.csv" for t in af.TABLES)
-    for name, read in af.TABLES.items():
-        pd.testing.assert_frame_equal(af.read_export(out / f"{name}.csv"), read(demo))
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.csv" for t in DEMO_TABLES)
+    for name in DEMO_TABLES:
+        pd.testing.assert_frame_equal(af.read_export(out / f"{name}.csv"), af.TABLES[name](demo))
     text = (out / "official_results.csv").read_text()
     assert re.search(r",2026-\d\d-\d\dT\d\d:\d\d:\d\dZ,", text)  # ISO 8601 UTC
     header = (out / "run_outcomes.csv").read_text().splitlines()[0]
@@ -320,16 +392,16 @@ def test_export_parquet_round_trips_every_table(demo, tmp_path):
     pytest.importorskip("pyarrow", reason="the optional parquet extra (pyarrow) is absent")
     out = tmp_path / "tables"
     afbench("export", "--root", demo, "--format", "parquet", "--output-dir", out)
-    assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.parquet" for t in af.TABLES)
-    for name, read in af.TABLES.items():
-        frame = read(demo)
+    assert sorted(p.name for p in out.iterdir()) == sorted(f"{t}.parquet" for t in DEMO_TABLES)
+    for name in DEMO_TABLES:
+        frame = af.TABLES[name](demo)
         written = pd.read_parquet(out / f"{name}.parquet")
         pd.testing.assert_frame_equal(written, frame)
         assert written.attrs == frame.attrs and frame.attrs["revision"] == demo.name
         pd.testing.assert_frame_equal(af.read_export(out / f"{name}.parquet"), frame)
     again = tmp_path / "again"
     afbench("export", "--root", demo, "--format", "parquet", "--output-dir", again)
-    for name in af.TABLES:  # deterministic bytes, like every other artifact
+    for name in DEMO_TABLES:  # deterministic bytes, like every other artifact
         assert (again / f"{name}.parquet").read_bytes() == (out / f"{name}.parquet").read_bytes()
 
 
@@ -407,7 +479,7 @@ def test_without_pyarrow_csv_is_the_same_and_parquet_one_error_naming_the_lock(d
     )
     assert done.returncode == 0, done.stderr
     afbench("export", "--root", demo, "--format", "csv", "--output-dir", tmp_path / "here")
-    for name in af.TABLES:
+    for name in DEMO_TABLES:
         assert (out / f"{name}.csv").read_bytes() == (tmp_path / f"here/{name}.csv").read_bytes()
 
 

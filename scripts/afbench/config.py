@@ -414,6 +414,15 @@ def check_settings(config: dict, origin: str = "config") -> None:
     _check_power(config["power"], config["models"], origin)
     _check_derived_selection(config, origin)
     _check_comparisons(config, origin)
+    if config["report"]["history"] and str(config["store"]["root"] or "").startswith("s3://"):
+        raise AfbenchError(
+            "the history across revisions reads the results store's files on this machine; an "
+            "S3 store is not read by it yet (copy the store down and set store.root to it)",
+            file=origin,
+            field="report/history",
+            expected="false with an S3 store.root",
+            found=True,
+        )
     facts = published_facts(config)
     if facts["source"] is None and (
         facts["task_rows"] or facts["passes"] or facts["over_budget_usd"]

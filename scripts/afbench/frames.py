@@ -55,9 +55,11 @@ from .kinds import (
     OUTCOMES,
     RUN_FAILURE_ANATOMY,
     RUN_SUMMARY,
+    SELECTION,
     SUMMARY,
     TASK_RESULT,
     TASK_TABLE,
+    TRIAL_RECEIPT,
     Field,
     Kind,
     Shape,
@@ -75,6 +77,7 @@ from .kinds.analysis import (
     RESOLVED,
     TASK_ROW,
 )
+from .kinds.execution import LEDGER_ENTRY
 from .kinds.official import LEADERBOARD_ROW, LETTERS
 from .kinds.runs import CONFIGURATION
 from .kinds.tasks import SOURCE, TASK
@@ -87,12 +90,15 @@ __all__ = [
     "comparisons",
     "export",
     "leaderboard",
+    "ledger_entries",
     "official_failures",
     "official_results",
     "read_export",
+    "receipts",
     "run_attempts",
     "run_failures",
     "run_outcomes",
+    "selections",
     "table_bytes",
     "task_table",
     "tasks",
@@ -177,6 +183,57 @@ _RESOLVED = [
     for key in ("p_exact", "p_sign_flip_holm")
 ]
 _RUN = _one(RUN_SUMMARY, "run")
+# a selection's name, hash and size beside each of its tasks, and the task's place in it
+_SELECTION = [
+    Column("selection", SELECTION.field("name"), "name"),
+    *_one(SELECTION, "selection_sha256"),
+]
+_SELECTION_SIZE = Column("selection_tasks", SELECTION.field("counts").type.field("tasks"), "tasks")
+_POSITION = Column(
+    "position", Field("position", int, doc="the task's place in the selection, from 1")
+)
+_SELECTION_TASK = [*_one(TASK, "task_id"), *_one(TASK, "source_id")]
+# a receipt's plan (its selection, the configuration) and meter, flattened beside its fields
+_PLAN_MADE = TRIAL_RECEIPT.field("plan").type
+_PLANNED = _PLAN_MADE.field("selection").type
+_PLANNED_SELECTION = [
+    Column("selection", _PLANNED.field("name"), "name"),
+    *_one(_PLANNED, "selection_sha256"),
+]
+_CONFIGURATION = [*_one(_PLAN_MADE, "agent"), *_one(_PLAN_MADE, "model")]
+_RECEIPT = _columns(
+    TRIAL_RECEIPT,
+    "task_id",
+    "attempt",
+    "job_name",
+    "run_agent",
+    "run_model",
+    "action",
+    "outcome",
+    "refused",
+    "worst_case_usd",
+)
+_RECEIPT_TRIALS = [
+    Column(
+        "cost_usd",
+        Field(
+            "cost_usd",
+            float,
+            null=True,
+            unit="USD",
+            doc="what Harbor recorded for the receipt's trials, summed over those that "
+            "recorded one; null: none did",
+        ),
+    ),
+    Column("trials", Field("trials", int, unit="trials", doc="the receipt's Harbor trials")),
+]
+_METER = [
+    Column(f"meter_{f.name}", f) for f in TRIAL_RECEIPT.field("meter").type.fields if _scalar(f)
+]
+_PLAN_DIGEST = Column("plan_sha256", _PLAN_MADE.field("sha256"), "sha256")
+_ENTRY = Column("entry", Field("entry", int, minimum=1, doc="its place among the ledger's entries"))
+# `at` is a word of SQL (AT TIME ZONE): the column says what the time is of
+_LEDGER = _columns(LEDGER_ENTRY, "event", "at", rename={"at": "written_at"})
 # from the run's summary, not its csv: the configuration's protocol-conformance certificate
 # (<NA> for verdicts and for runs imported before certificates existed)
 _FROM_SUMMARY = _one(CONFIGURATION, "conformant")
@@ -187,6 +244,7 @@ SPECS: dict[str, list[Column]] = {
         *_one(SOURCE, "title", "source_title"),
         *_columns(TASK, *(f.name for f in TASK.fields if f.name not in ("task_id", "source_id"))),
     ],
+    "selections": [*_SELECTION, _SELECTION_SIZE, _POSITION, *_SELECTION_TASK],
     "official_results": [
         *_one(MODEL_IMPORT, "model"),
         *_one(MODEL_IMPORT, "display_name"),
@@ -236,6 +294,15 @@ SPECS: dict[str, list[Column]] = {
     ],
     "run_attempts": [*_RUN, *_columns(ATTEMPTS, rest=False), *_FROM_SUMMARY],
     "run_outcomes": [*_RUN, *_columns(OUTCOMES, rest=False), *_FROM_SUMMARY],
+    "receipts": [
+        *_PLANNED_SELECTION,
+        *_CONFIGURATION,
+        *_RECEIPT,
+        *_RECEIPT_TRIALS,
+        *_METER,
+        _PLAN_DIGEST,
+    ],
+    "ledger_entries": [_ENTRY, *_LEDGER],
     "official_failures": [
         *_one(FAILURE_ANATOMY, "source_condition"),
         *_one(FAILURE_ANATOMY, "budget_usd"),
@@ -893,24 +960,121 @@ def task_table(root: str | os.PathLike | Folder) -> pd.DataFrame:
     return folder.frame(_joined(rows), "task_table", used)
 
 
-TABLES: dict[str, Callable[[str | os.PathLike | Folder], pd.DataFrame]] = {
+def selections(root: str | os.PathLike | Folder) -> pd.DataFrame:
+    """One row per task of every selection in the folder (those of the config, a task
+    table's discriminative subset, an upgrade's comparable subset), in each selection's order,
+    with the selection's name, hash and size."""
+    folder = _folder(root)
+    found = folder.need(SELECTION, "task selection", "tasks")
+
+    def named(artifact: Artifact) -> tuple:
+        data = folder.read(artifact)
+        return (data["name"],), artifact, data
+
+    rows, used = [], []
+    for _, artifact, data in _unique(map(named, found), "task selections"):
+        used.append(artifact)
+        head = _cells(data, _SELECTION) | {_SELECTION_SIZE.name: data["counts"]["tasks"]}
+        part = _part(data["tasks"], _SELECTION_TASK, head)
+        part.insert(len(head), _POSITION.name, range(1, len(part) + 1))
+        rows.append(part)
+    return folder.frame(_joined(rows), "selections", used)
+
+
+def _first(item: tuple) -> object:
+    return item[0]
+
+
+def _trial_of(folder: Folder, artifact: Artifact) -> tuple:
+    """A trial receipt keyed by its trial: selection, configuration (agent, model), task and
+    attempt, as `snakemake execute` names its file."""
+    data = folder.read(artifact)
+    made = data["plan"]
+    key = (made["selection"]["name"], made["agent"], made["model"] or "", data["task_id"])
+    return (*key, data["attempt"]), artifact, data
+
+
+def receipts(root: str | os.PathLike | Folder) -> pd.DataFrame:
+    """One row per trial receipt of `snakemake execute` (a task's attempt by a configuration):
+    what the job did with it (`action`), its outcome or why it did not run, its cap, what Harbor
+    recorded that it cost, what afbench's meter saw, and the plan and argv it ran under. The
+    receipts hold no times: the live ledger's entries (ledger_entries) do."""
+    folder = _folder(root)
+    found = folder.need(TRIAL_RECEIPT, "trial receipt", "job run-trial")
+    # by selection, configuration, task, then the attempt as a number
+    read = sorted(_unique((_trial_of(folder, a) for a in found), "trial receipts"), key=_first)
+    rows = []
+    for _, _, data in read:
+        made, costs = data["plan"], [t["cost_usd"] for t in data["trials"]]
+        recorded = [c for c in costs if c is not None]
+        rows.append(
+            {
+                **_cells(made["selection"], _PLANNED_SELECTION),
+                **_cells(made, _CONFIGURATION),
+                **_cells(data, _RECEIPT),
+                "cost_usd": sum(recorded) if recorded else None,
+                "trials": len(costs),
+                **(_cells(data["meter"], _METER) if data["meter"] is not None else {}),
+                "plan_sha256": made["sha256"],
+            }
+        )
+    return folder.frame(rows, "receipts", [a for _, a, _ in read])
+
+
+def ledger_entries(
+    root: str | os.PathLike | Folder, entries: Iterable[dict] | None = None
+) -> pd.DataFrame:
+    """The live cost ledger's entries of the folder's trials, in the ledger's order: every
+    reservation, cost, release, interruption and refusal with its time. The live ledger is no
+    artifact (it lies beside the Harbor jobs folder, which revisions may share): `entries` are
+    its lines as `afbench.ledger.read_entries` reads them, and those of the trials whose
+    receipts the folder holds (by job name) are kept. `entry` is the line's place among the
+    ledger's entries."""
+    folder = _folder(root)
+    found = folder.need(TRIAL_RECEIPT, "trial receipt", "job run-trial")
+    if entries is None:
+        raise AfbenchError(
+            "the live cost ledger is no artifact of the folder: give its entries "
+            "(afbench.ledger.read_entries; `afbench export --ledger FILE`)",
+            file=str(folder.root),
+            field="ledger",
+            expected="the entries of results/<revision>/jobs.ledger.jsonl",
+        )
+    jobs = {folder.read(artifact)["job_name"] for artifact in found}
+    rows = [
+        {_ENTRY.name: number, **_cells(entry, _LEDGER)}
+        for number, entry in enumerate(entries, start=1)
+        if entry["job_name"] in jobs
+    ]
+    return folder.frame(rows, "ledger_entries", found)
+
+
+TABLES: dict[str, Callable[..., pd.DataFrame]] = {
     "tasks": tasks,
+    "selections": selections,
     "official_results": official_results,
     "leaderboard": leaderboard,
     "comparisons": comparisons,
     "run_attempts": run_attempts,
     "run_outcomes": run_outcomes,
+    "receipts": receipts,
+    "ledger_entries": ledger_entries,
     "official_failures": official_failures,
     "run_failures": run_failures,
     "task_table": task_table,
 }
+# the table of the live cost ledger, whose entries the caller reads (the ledger is no artifact)
+LEDGER_TABLE = "ledger_entries"
 _SOURCE_KIND: dict[str, Kind] = {
     "tasks": CATALOG,
+    "selections": SELECTION,
     "official_results": MODEL_IMPORT,
     "leaderboard": SUMMARY,
     "comparisons": ANALYSIS,
     "run_attempts": RUN_SUMMARY,
     "run_outcomes": RUN_SUMMARY,
+    "receipts": TRIAL_RECEIPT,
+    "ledger_entries": TRIAL_RECEIPT,  # its trials are the receipts'
     "official_failures": FAILURE_ANATOMY,
     "run_failures": RUN_FAILURE_ANATOMY,
     "task_table": TASK_TABLE,
@@ -920,10 +1084,15 @@ assert list(TABLES) == list(SPECS) == list(_SOURCE_KIND)
 FORMATS = ("csv", "parquet")
 
 
-def available_tables(root: str | os.PathLike | Folder) -> list[str]:
-    """The tables whose artifacts the folder holds, in TABLES order."""
+def available_tables(root: str | os.PathLike | Folder, ledger: bool = False) -> list[str]:
+    """The tables whose artifacts the folder holds, in TABLES order; the live ledger's only
+    with `ledger` (its entries given)."""
     folder = _folder(root)
-    return [name for name, kind in _SOURCE_KIND.items() if folder.of_kind(kind)]
+    return [
+        name
+        for name, kind in _SOURCE_KIND.items()
+        if folder.of_kind(kind) and (ledger or name != LEDGER_TABLE)
+    ]
 
 
 def _check_parquet() -> None:
@@ -970,10 +1139,12 @@ def export(
     output_dir: str | os.PathLike,
     fmt: str = "csv",
     names: list[str] | None = None,
+    ledger: list[dict] | None = None,
 ) -> list[Path]:
-    """Write each table (default: every table the folder has) as OUT/<table>.<fmt>. Every
-    table is built first, and the files are written as one unit (fsutil.write_outputs): a
-    refusal or an interruption leaves every earlier file, never some of each."""
+    """Write each table (default: every table the folder has, and the live ledger's when its
+    entries are given) as OUT/<table>.<fmt>. Every table is built first, and the files are
+    written as one unit (fsutil.write_outputs): a refusal or an interruption leaves every
+    earlier file, never some of each."""
     from .fsutil import write_outputs
 
     if fmt not in FORMATS:
@@ -990,7 +1161,7 @@ def export(
         raise AfbenchError(
             "a table is named twice", field="--table", expected="each table once", found=names
         )
-    wanted = list(names) if names else available_tables(folder)
+    wanted = list(names) if names else available_tables(folder, ledger=ledger is not None)
     if not wanted:
         raise AfbenchError(
             "no afbench artifacts in this folder",
@@ -998,7 +1169,10 @@ def export(
             expected="a results/<revision> folder",
         )
     _check_export_folder(folder.root, Path(output_dir))
-    tables = {name: TABLES[name](folder) for name in wanted}
+    tables = {
+        name: TABLES[name](folder, ledger) if name == LEDGER_TABLE else TABLES[name](folder)
+        for name in wanted
+    }
     files = {
         Path(output_dir) / f"{name}.{fmt}": table_bytes(table, fmt)
         for name, table in tables.items()

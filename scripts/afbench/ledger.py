@@ -39,7 +39,7 @@ from .budget import MAX_USD, USD_RULE
 from .errors import AfbenchError, Problem
 from .fsutil import parse_json_bytes
 from .kinds import COST_LEDGER, TRIAL_RECEIPT
-from .kinds.execution import LEDGER_TRIAL
+from .kinds.execution import LEDGER_ENTRY, LEDGER_TRIAL
 from .locking import append_event, gone, held, read_bytes
 
 NOTE = (
@@ -52,7 +52,7 @@ NOTE = (
     "spent is unknown)."
 )
 WHAT = "cost ledger"
-EVENTS = ("start", "finish", "released", "interrupted", "refused")
+EVENTS = LEDGER_ENTRY.field("event").values
 NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 

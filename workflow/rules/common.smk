@@ -38,7 +38,13 @@ from afbench.kinds import (
 from afbench.fsutil import canonical_digest
 from afbench.plan import plan_label
 from afbench.history import STORED_TABLES as HISTORY_TABLES
-from afbench.store import PART as STORE_PART, TABLES as STORE_TABLES, partition as store_partition
+from afbench.store import (
+    PART as STORE_PART,
+    default_root as default_store_root,
+    on_s3,
+    partition as store_partition,
+    revision_files,
+)
 from afbench.upgrade import tasks_by_action
 
 # With --use-conda every job runs in this environment; its post-deploy script installs the
@@ -374,9 +380,11 @@ ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
 AUDIT_RECORD = f"{config['results_dir']}/audit/{REVISION}.json"
 POWER_PLAN = f"{REV}/power.json"
 # the results store, shared by every revision (afbench.store): beside the results folder unless
-# store.root says where
-STORE_ROOT = config["store"]["root"] or str(Path(config["results_dir"]).parent / "store")
-STORE_FILES = [str(store_partition(STORE_ROOT, table, REVISION)) for table in STORE_TABLES]
+# store.root says where; an S3 root through Snakemake's S3 storage plugin
+STORE_ROOT = config["store"]["root"] or default_store_root(config["results_dir"])
+STORE_FILES = revision_files(STORE_ROOT, REVISION)
+if on_s3(STORE_ROOT):
+    STORE_FILES = list(map(storage, STORE_FILES))
 STORE_LOG = f"{LOGS}/store_results.log"
 HISTORY = config["report"]["history"]
 

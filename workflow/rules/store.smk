@@ -4,10 +4,14 @@
 
 rule store_results:
     """Every table of this revision's results, written into its own partitions only: another
-    revision's files are never touched."""
+    revision's files are never touched. The trial receipts and the live ledger are read as
+    `snakemake execute` left them, never made: the ledger is an input once it exists, so a run
+    of execute since the last store makes the store again (it is local: beside the Harbor jobs
+    folder, on the file system the trial nodes share)."""
     input:
         artifacts=all_artifacts(),
         manifest=ARTIFACT_MANIFEST,
+        ledger=[local(LIVE_LEDGER)] if Path(LIVE_LEDGER).is_file() else [],
     output:
         STORE_FILES,
     log:
@@ -17,10 +21,11 @@ rule store_results:
         AFBENCH_ENV
     params:
         revision=setting("revision", "release/revision"),
+        ledger=option("ledger", LIVE_LEDGER),
         outputs=lambda w, output: options("output", output),
     shell:
         "afbench job store-results --manifest={input.manifest:q} {params.revision} "
-        "{params.outputs} 2> {log:q}"
+        "{params.ledger} {params.outputs} 2> {log:q}"
 
 
 rule store:

@@ -1154,6 +1154,12 @@ def _store_results_args(p):
     )
     p.add_argument("--revision", required=True, type=setting("release/revision"))
     p.add_argument(
+        "--ledger",
+        help="the live cost ledger of `snakemake execute` (none yet: no entries); its entries of "
+        "the folder's trials are stored",
+        **FILE,
+    )
+    p.add_argument(
         "--output",
         dest="outputs",
         required=True,
@@ -1163,9 +1169,12 @@ def _store_results_args(p):
 
 
 def store_results(args):
+    from ..ledger import read_entries
     from ..store import store_revision
 
-    store_revision(args.manifest.parent, args.outputs, args.revision)
+    # the settled lines only: a trial of another run may be appending to the ledger right now
+    entries = read_entries(args.ledger, settled_only=True) if args.ledger else []
+    store_revision(args.manifest.parent, args.outputs, args.revision, entries)
 
 
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------

@@ -16,6 +16,7 @@ from ..errors import AfbenchError
 from ..fsutil import write_json
 from ..settings import converter as setting
 from ..settings import default
+from ..store import TABLES
 from . import types
 from .actions import (
     REPORT_FILES,
@@ -600,9 +601,15 @@ def _export_args(p):
         "--table",
         action="append",
         metavar="NAME",
-        help="a table to write (repeatable; default: every table the folder has): tasks, "
-        "official_results, leaderboard, comparisons, run_attempts, run_outcomes, "
-        "official_failures, run_failures, task_table",
+        help="a table to write (repeatable; default: every table the folder has): "
+        + ", ".join(TABLES),
+    )
+    p.add_argument(
+        "--ledger",
+        type=types.input_path,
+        metavar="FILE",
+        help="csv/parquet: the live cost ledger of `snakemake execute` "
+        "(results/<revision>/jobs.ledger.jsonl), for the ledger_entries table",
     )
     p.add_argument(
         "--condition",
@@ -651,12 +658,16 @@ def export(args):
         ):
             if given:
                 raise AfbenchError(f"{flag} is for markdown, latex or eee", field=flag)
-        export(args.root, args.output_dir, args.format, args.table)
+        from ..ledger import read_entries
+
+        ledger = read_entries(args.ledger, settled_only=True) if args.ledger else None
+        export(args.root, args.output_dir, args.format, args.table, ledger)
         return
     from ..exports import write_exports
 
-    if args.table:
-        raise AfbenchError("--table is for csv or parquet", field="--table")
+    for flag, given in (("--table", args.table), ("--ledger", args.ledger)):
+        if given:
+            raise AfbenchError(f"{flag} is for csv or parquet", field=flag)
     write_exports(
         args.root,
         args.output_dir,
@@ -1089,13 +1100,26 @@ def audit(args):
     audit_into(args.directory, args.output, args.quiet)
 
 
+def _store_root(text: str):
+    """--store: what store.root accepts (a local folder, or s3://bucket/prefix); a folder is
+    read whole."""
+    root = setting("store/root")(text)
+    if root is None:
+        return None
+    return root if root.startswith("s3://") else types.input_tree(root)
+
+
 def _query_args(p):
     p.add_argument("sql", nargs="?", metavar="SQL", help="the query; each store table is a view")
     p.add_argument(
         "--store",
-        type=types.input_tree,
-        metavar="DIR",
-        help="the results store's folder (store.root; `snakemake store` writes it)",
+        type=_store_root,
+        metavar="DIR|URL",
+        help="the results store: a folder, or s3://bucket/prefix (the endpoint and keys from "
+        "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL, _ACCESS_KEY and _SECRET_KEY, as Snakemake's S3 "
+        "storage reads them, else AWS_ENDPOINT_URL and AWS's own chain); default: store/ in "
+        "the current folder, where `snakemake store` puts a project's store with store.root "
+        "and results_dir left at their defaults",
     )
     p.add_argument(
         "--tables",
@@ -1113,19 +1137,18 @@ def _query_args(p):
 def query(args):
     """SQL over the results store (DuckDB, embedded and imported here, so that afbench's
     start-up is unchanged), or the tables' columns."""
-    from ..store import describe, query, render
+    from ..store import default_root, describe, query, render
 
     if args.tables:
         columns, rows = ["table", "column", "type", "meaning"], describe()
-    elif args.sql is None or args.store is None:
-        missing = "SQL" if args.sql is None else "--store"
+    elif args.sql is None:
         raise AfbenchError(
-            "a query needs its SQL and the store",
-            field=missing,
-            expected='afbench query --store DIR "SELECT ...", or --tables',
+            "a query needs its SQL",
+            field="SQL",
+            expected='afbench query [--store DIR|URL] "SELECT ...", or --tables',
         )
     else:
-        columns, rows = query(args.store, args.sql)
+        columns, rows = query(args.store or default_root(), args.sql)
     sys.stdout.write(render(columns, rows, args.format))
 
 
@@ -1289,8 +1312,9 @@ COMMANDS: dict[str, Command] = {
     ),
     "query": Command(
         "run SQL over the results store of every revision (DuckDB); list its tables",
-        'afbench query --store store "SELECT revision, count(*) FROM run_outcomes GROUP BY 1"\n'
+        'afbench query "SELECT revision, count(*) FROM run_outcomes GROUP BY 1"\n'
         'afbench query --store store --format csv "SELECT * FROM leaderboard"\n'
+        'afbench query --store s3://bucket/prefix "SELECT * FROM receipts"\n'
         "afbench query --tables",
         _query_args,
         query,

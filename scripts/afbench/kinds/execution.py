@@ -142,6 +142,54 @@ COST_LEDGER = Kind(
     doc="the executed trials' reported costs beside the ceiling (`afbench job write-cost-ledger`)",
 )
 
+
+def _when(event: str, name: str, type: object, doc: str, **more: object) -> Field:
+    """A field only some events' lines have (absent from the others: null in a table)."""
+    return Field(name, type, f"{event}: {doc}", null=True, optional=True, **more)
+
+
+# One line of the live cost ledger (afbench.ledger writes and reads it strictly, and its reader
+# holds this declaration's field names to its own checks; the ledger is no artifact): what the
+# results store and `afbench export --ledger` tabulate.
+LEDGER_ENTRY = Shape(
+    "live ledger entry",
+    Field(
+        "event",
+        str,
+        values=("start", "finish", "released", "interrupted", "refused"),
+        doc="start: the trial's cap reserved; finish: what it spent; released: it never "
+        "reached Harbor, nothing spent; interrupted: it reached Harbor and its holder died, its "
+        "cap held for good; refused: not started, at the ceiling",
+    ),
+    Field("at", str, time=True, doc="when the line was written (UTC, to the second)"),
+    Field("job_name", str, doc="the trial's Harbor job (the receipt's job_name)"),
+    Field("task_id", str),
+    Field("attempt", int, minimum=1),
+    Field("agent", str, doc="the -a of the harbor run argv"),
+    Field("model", str, null=True, doc="its -m; null: none"),
+    _when("start", "worst_case_usd", float, "the cap reserved", unit="USD", minimum=0),
+    _when("finish", "cost_usd", float, "what the trial spent", unit="USD", minimum=0),
+    _when("finish", "cost_reported", bool, "every Harbor trial of the job reported its cost"),
+    _when("finish", "trials", int, "the job's Harbor trials", unit="trials", minimum=0),
+    _when("finish", "cap_usd", float, "the trial's cap", unit="USD", minimum=0),
+    _when("finish", "overshoot_usd", float, "spent beyond the cap", unit="USD", minimum=0),
+    _when("finish", "running_cost_usd", float, "what afbench saw it spend", unit="USD", minimum=0),
+    _when(
+        "finish",
+        "stopped",
+        str,
+        "why afbench stopped Harbor; null: it did not",
+        values=("cap", "ceiling"),
+    ),
+    _when("interrupted", "held_usd", float, "what stays held for good", unit="USD", minimum=0),
+    _when("released, interrupted, refused", "reason", str, "why, as text"),
+    Field("host", str, doc="the host of the process that wrote it"),
+    Field("pid", int, minimum=1, doc="its process id"),
+    Field("slurm_job_id", str, null=True, optional=True, doc="its SLURM job; null: none"),
+    _when("start", "lock", str, "the trial's lock file"),
+    doc="one line of the live cost ledger beside the Harbor jobs folder (afbench.ledger)",
+)
+
 COMPARISON = Shape(
     "primary comparison",
     Field("selection", str),
