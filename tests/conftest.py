@@ -579,6 +579,23 @@ def demo_revision() -> str:
     return yaml.safe_load((REPO / "config/demo.yaml").read_text())["release"]["revision"]
 
 
+# the demo's upgrade: its second revision, built beside the first
+DEMO_UPGRADE = ["--configfile", "config/demo.yaml", "config/demo-upgrade.yaml"]
+
+
+@pytest.fixture(scope="session")
+def demo_store(demo_project, tmp_path_factory) -> Path:
+    """A demo project whose store holds both revisions: the session's demo (its store built by
+    `all`) with the digests the second's diff needs, then the upgrade. Built once a session
+    for the tests that read it (their xdist group "store-demo" keeps them on one worker); a
+    test that changes it works on a copy."""
+    root = tmp_path_factory.mktemp("store") / "project"
+    shutil.copytree(demo_project, root, symlinks=True)
+    snakemake(root, "store", "digests")
+    snakemake(root, "store", *DEMO_UPGRADE)
+    return root
+
+
 def beyond_the_leaderboard(catalog: Path, imports: Path, each: list[str]) -> list[str]:
     """The failure anatomy and (two or more models) the task table, as the workflow's
     analyse_failures and analyse_tasks write them with the config's defaults; the report's

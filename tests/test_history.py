@@ -18,7 +18,6 @@ import yaml
 from test_crossrev import _run, _side, _statuses
 from test_crossrev import world as world  # a fixture: the two constructed revisions
 from test_store import SECOND, UPGRADE
-from test_store import demo_store as demo_store  # a fixture: the demo's two revisions
 
 from afbench import store
 from afbench.anatomy import configuration_rows, read_outcome_rows
@@ -244,7 +243,7 @@ def stored_successes(root: Path, revision: str, sql: str) -> dict[str, bool]:
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # beside the store tests' build of the demo's two revisions
+@pytest.mark.xdist_group("store-demo")  # the session's one build of the demo's two revisions
 def test_the_demo_reports_show_what_the_compare_artifacts_and_the_store_say(demo_history):
     first, root = demo_revision(), demo_history
     comparisons = json.loads((root / "results" / SECOND / "upgrade/comparisons.json").read_text())
@@ -291,7 +290,7 @@ def test_the_demo_reports_show_what_the_compare_artifacts_and_the_store_say(demo
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # beside the store tests' build of the demo's two revisions
+@pytest.mark.xdist_group("store-demo")  # the session's one build of the demo's two revisions
 def test_without_the_setting_the_report_has_no_history(demo_store):
     for revision in (demo_revision(), SECOND):
         report = demo_store / "results" / revision / "report"
@@ -300,7 +299,7 @@ def test_without_the_setting_the_report_has_no_history(demo_store):
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # beside the store tests' build of the demo's two revisions
+@pytest.mark.xdist_group("store-demo")  # the session's one build of the demo's two revisions
 def test_the_report_reruns_when_another_revisions_partitions_change_and_not_otherwise(
     demo_history, tmp_path
 ):

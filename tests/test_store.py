@@ -25,7 +25,7 @@ from afbench.artifacts import build_manifest
 from afbench.errors import AfbenchError
 from afbench.fsutil import write_json
 
-from conftest import REPO, demo_revision, job, planned, refusal_lines, snakemake
+from conftest import DEMO_UPGRADE, REPO, demo_revision, job, planned, refusal_lines, snakemake
 from properties import cli
 
 # tests/test_watch.py's run in the middle (receipts and a live ledger, no Docker) and
@@ -34,20 +34,9 @@ run = test_watch.run
 s3_server = test_workflow.s3_server
 BUCKET, CREDENTIALS = test_workflow.BUCKET, test_workflow.CREDENTIALS
 
-UPGRADE = ["--configfile", "config/demo.yaml", "config/demo-upgrade.yaml"]
+UPGRADE = DEMO_UPGRADE
 SECOND = yaml.safe_load((REPO / "config/demo-upgrade.yaml").read_text())["release"]["revision"]
 IMPORTS = "imports/source-present/budget-200"
-
-
-@pytest.fixture(scope="module")
-def demo_store(demo_project, tmp_path_factory) -> Path:
-    """A demo project whose store holds both revisions: the session's demo (its store built by
-    `all`) with the digests the second's diff needs, then the upgrade."""
-    root = tmp_path_factory.mktemp("store") / "project"
-    shutil.copytree(demo_project, root, symlinks=True)
-    snakemake(root, "store", "digests")
-    snakemake(root, "store", *UPGRADE)
-    return root
 
 
 def digests(root: Path) -> dict[str, tuple[str, int]]:
@@ -58,7 +47,7 @@ def digests(root: Path) -> dict[str, tuple[str, int]]:
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
+@pytest.mark.xdist_group("store-demo")  # one build of the session's demo store
 def test_the_store_holds_every_table_of_both_revisions_typed_as_declared(demo_store):
     for table in store.TABLES:
         for revision in (demo_revision(), SECOND):
@@ -72,7 +61,7 @@ def test_the_store_holds_every_table_of_both_revisions_typed_as_declared(demo_st
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
+@pytest.mark.xdist_group("store-demo")  # one build of the session's demo store
 def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, tmp_path):
     before = digests(demo_store)
     assert len(before) == 2 * len(store.TABLES)
@@ -91,7 +80,7 @@ def test_a_rebuild_writes_the_same_bytes_and_never_another_revision(demo_store, 
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
+@pytest.mark.xdist_group("store-demo")  # one build of the session's demo store
 def test_the_wrong_revision_is_refused_by_name(demo_store, tmp_path):
     results = demo_store / "results" / demo_revision()
     with pytest.raises(AfbenchError, match="release.revision"):
@@ -102,7 +91,7 @@ def test_the_wrong_revision_is_refused_by_name(demo_store, tmp_path):
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
+@pytest.mark.xdist_group("store-demo")  # one build of the session's demo store
 def test_the_selections_are_every_selection_s_tasks_in_its_order(demo_store):
     expected = []
     for revision in sorted([demo_revision(), SECOND]):
@@ -148,7 +137,7 @@ def approximately(rows: list[tuple]) -> list[tuple]:
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
+@pytest.mark.xdist_group("store-demo")  # one build of the session's demo store
 def test_the_documented_queries_answer_from_the_demo_store(demo_store):
     rate, flips, spend, official_spend, errors, errors_by_day, discriminative = documented_queries()
     revisions = sorted([demo_revision(), SECOND])
@@ -370,7 +359,7 @@ def test_a_ledger_that_appears_makes_the_store_again(demo_project, tmp_path):
 
 
 @pytest.mark.snakemake
-@pytest.mark.xdist_group("store-demo")  # one build of the module's demo store
+@pytest.mark.xdist_group("store-demo")  # one build of the session's demo store
 def test_a_store_on_s3_is_written_by_snakemake_s_storage_and_queried_as_the_local_one(
     demo_store, s3_server, tmp_path, monkeypatch
 ):
