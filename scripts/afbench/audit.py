@@ -181,13 +181,22 @@ class Directory:
         return found[0] if len(found) == 1 else None
 
     def counted(self, rel: str) -> Counter | None:
-        """A run table's rows counted by (configuration, outcome), read a row at a time."""
+        """A run table's rows counted by (configuration, outcome, replaced: whether a later
+        attempt replaced the row's, attempts.csv's replaced_by), read a row at a time."""
         try:
             with open(self.root / rel, encoding="utf-8", newline="") as handle:
                 rows = csv.reader(handle)
                 header = next(rows)
                 at = header.index("configuration"), header.index("outcome")
-                return Counter((csv_text_value(r[at[0]]), csv_text_value(r[at[1]])) for r in rows)
+                gone = header.index("replaced_by") if "replaced_by" in header else None
+                return Counter(
+                    (
+                        csv_text_value(r[at[0]]),
+                        csv_text_value(r[at[1]]),
+                        gone is not None and r[gone] != "",
+                    )
+                    for r in rows
+                )
         except (OSError, UnicodeDecodeError, csv.Error, IndexError, ValueError) as error:
             self._failed(rel, error)
             return None

@@ -220,7 +220,8 @@ RUN_OF_TABLES = _relation(
     "run-tables",
     "afbench local run summary",
     "outcomes",
-    "each configuration's outcome and attempt counts, counted again from its tables",
+    "each configuration's outcome, attempt and replaced-attempt counts, counted again from its "
+    "tables",
     "runs:run_of_tables",
     "re-derived",
 )
