@@ -2019,3 +2019,66 @@ def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
                     )
                 )
     return problems
+
+
+def run_of_decision(run: dict, source: dict) -> list[Problem]:
+    """RUN_OF_DECISION: an executed run of a sealed sequential comparison beside the
+    comparison's last step (`source`: {"decision": the step's record, "outcomes": its
+    outcomes.csv as (row, configuration, task_id, outcome)}): for every task and configuration
+    of the comparison whose trials the decision read, the run's outcome is the outcome of the
+    attempt that stands (sequential.standing_attempt over the step's trials), the one the
+    decision counted. An outcome the run cannot hold (a Harbor job of several trials:
+    `mixed`) is left to the run's own attempt rule."""
+    from .sequential import standing_attempt
+
+    decided = source["decision"]
+    comparison = decided["comparison"]
+    checked = run.get("analysis_plan")
+    if checked is None or checked["plan_sha256"] != decided["plan_sha256"]:
+        return [
+            Problem(
+                "the executed run was not checked against the sealed plan its decision was made "
+                "under",
+                field="analysis_plan.plan_sha256",
+                expected=decided["plan_sha256"],
+                found=None if checked is None else checked["plan_sha256"],
+            )
+        ]
+    labels = {}
+    for pair in checked["comparisons"]:
+        labels.setdefault(pair["a"], pair["configurations"][0])
+        labels.setdefault(pair["b"], pair["configurations"][1])
+    tried: dict[tuple[str, str], list[dict]] = {}
+    for trial in decided["trials"]:
+        if not trial["refused"]:
+            tried.setdefault((trial["task_id"], trial["configuration"]), []).append(trial)
+    found = {(label, task): (row, outcome) for row, label, task, outcome in source["outcomes"]}
+    problems = []
+    for (task, side), started in sorted(tried.items()):
+        stands = standing_attempt(started)
+        if stands["outcome"] not in OUTCOMES:
+            continue
+        label = labels.get(comparison[side])
+        row, outcome = found.get((label, task), (None, None))
+        if label is None or row is None:
+            problems.append(
+                Problem(
+                    f"the run has no outcome of task '{task}' for configuration {side} "
+                    f"({comparison[side]}), whose trials the decision read",
+                    field="outcome",
+                    expected=stands["outcome"],
+                    found="no row",
+                )
+            )
+        elif outcome != stands["outcome"]:
+            problems.append(
+                Problem(
+                    f"task '{task}', configuration {side} ({label}): not the outcome the "
+                    f"decision read (attempt {stands['attempt']}, the one that stands)",
+                    row=row,
+                    field="outcome",
+                    expected=stands["outcome"],
+                    found=outcome,
+                )
+            )
+    return problems

@@ -284,6 +284,15 @@ DECISION_OF_RECEIPTS = _relation(
     "sequential:decision_of_receipts",
     "re-derived",
 )
+RUN_OF_DECISION = _relation(
+    "run-decision",
+    "afbench local run summary",
+    "afbench sequential run",
+    "the executed run's outcome of each task and configuration the decision read is the "
+    "outcome of the attempt that stands, the one the decision counted",
+    "runs:run_of_decision",
+    "cross-checked",
+)
 
 # every relation, in the order above (afbench audit checks them; docs/guarantees.md lists them)
 RELATIONS = tuple(v for v in list(globals().values()) if isinstance(v, Relation))
