@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_sequential import small as small  # a fixture: a small sequential design
 
 from afbench.fsutil import json_bytes
 
@@ -289,3 +290,92 @@ def test_what_seals_or_plans_refuses_a_selection_its_catalog_contradicts(demo_di
         assert "do not hash to its selection_sha256" in done.stderr, (name, done.stderr)
         assert str(forged) in done.stderr and str(catalog) in done.stderr, (name, done.stderr)
         assert not out.exists(), name
+
+
+def test_an_executed_run_s_outcomes_are_the_decision_s_task_by_task(tmp_path, small):
+    """A sealed comparison's first batch (a's trial of solve-fails erred, then was rejected
+    on its rerun) imported as its executed run: its outcomes held to the decision's, task by
+    task, through the attempt that stands. Imported with each attempt its own (the pooled rule,
+    which made that task an error) or with an outcome rewritten, the audit names the outcomes
+    file, the row, the task and the field; nothing of the directory is written."""
+    from test_runs import NOP_K1, ORACLE_K1, executed_attempt, import_executed
+    from test_sequential import run_plan
+
+    from afbench import sequential
+    from afbench.audit import audit_directory
+    from afbench.kinds import RUN_SUMMARY
+
+    order = ["solve-fails", "hello-pass", "agent-timeout", "no-reward", "bad-reward", "no-solution"]
+    plan = run_plan(small, order)
+    for side, agent in (("a", "oracle"), ("b", "nop")):
+        plan["configurations"][side] |= {"agent": agent, "label": agent, "attempts": 2}
+        plan["primary_comparison"][side] = agent
+    plan["infrastructure_errors"] = {
+        "rule": sequential.RERUN_THEN_EXCLUDE,
+        "statement": sequential.ERROR_STATEMENT,
+    }
+    receipts = [
+        executed_attempt(tmp_path, "solve-fails", 1, "error", 2.0),
+        executed_attempt(tmp_path, "solve-fails", 2, "rejected", 2.0),
+        executed_attempt(tmp_path, "solve-fails", 1, "rejected", 2.0, agent="nop"),
+        executed_attempt(tmp_path, "hello-pass", 1, "accepted", 2.0),
+        executed_attempt(tmp_path, "hello-pass", 1, "rejected", 2.0, agent="nop"),
+    ]
+    step = sequential.run_step(plan, receipts, step=2)
+    assert step["looks"][0]["tasks"] == 2 and step["retries"] == 1
+    root = tmp_path / "results" / "rev"
+    (root / "execute/sequential").mkdir(parents=True)
+    (root / "execute/sequential/step-2.json").write_bytes(json_bytes(step))
+    checked = {
+        "note": "the run against its sealed plan",
+        "plan_sha256": plan["sealed_sha256"],
+        "primary_comparison": {"selection": "s", "a": "oracle", "b": "nop"},
+        "as_planned": True,
+        "problems": [],
+        # as afbench.conformance lists the pairs: by the run's labels, so b's first here
+        "comparisons": [
+            {"a": "nop", "b": "oracle", "configurations": [NOP_K1, ORACLE_K1]}
+            | {"role": "confirmatory", "reason": "as planned", "plan_sha256": "0" * 64}
+        ],
+    }
+    run = root / "runs/executed"
+
+    def imported(reruns: bool) -> None:
+        summary, _, _ = import_executed(tmp_path, receipts, order, reruns=reruns, out=run)
+        body = RUN_SUMMARY.body(summary)
+        (run / "summary.json").write_bytes(
+            json_bytes(RUN_SUMMARY.record(**body, analysis_plan=checked))
+        )
+
+    def decision_lines() -> list[dict]:
+        before = _snapshot(root)
+        lines = [c for c in audit_directory(root)["checks"] if c["relation"] == "run-decision"]
+        assert _snapshot(root) == before
+        return lines
+
+    imported(reruns=True)
+    [held] = decision_lines()
+    assert held["held"], held["problems"]
+    assert (held["artifact"], held["derived_from"]) == (
+        "runs/executed/outcomes.csv",
+        "execute/sequential/step-2.json",
+    )
+    # the old import's rule: every attempt pooled, so solve-fails is a's error
+    imported(reruns=False)
+    [failed] = decision_lines()
+    [problem] = failed["problems"]
+    assert not failed["held"] and problem.startswith(
+        "runs/executed/outcomes.csv: row 8: field 'outcome': task 'solve-fails', configuration a "
+        f"({ORACLE_K1}): not the outcome the decision read"
+    )
+    assert "(expected rejected, found 'error')" in problem
+    # a verdict rewritten in the table
+    imported(reruns=True)
+    _edit_bytes(
+        run / "outcomes.csv",
+        lambda b: b.replace(b"hello-pass,rejected,0", b"hello-pass,accepted,1"),
+    )
+    [failed] = decision_lines()
+    [problem] = failed["problems"]
+    assert "row 3: field 'outcome': task 'hello-pass', configuration b" in problem
+    assert "(expected rejected, found 'accepted')" in problem

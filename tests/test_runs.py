@@ -3,6 +3,7 @@ is summarised per configuration and never pooled; a trial is counted once."""
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 import os
@@ -1255,3 +1256,225 @@ def test_an_import_records_each_folder_as_the_config_names_it(tmp_path):
                 *[f"--{t}={tmp_path / f'x-{t}.csv'}" for t in ("outcomes", "attempts")],
                 f"--summary={tmp_path / 'x.json'}",
             )
+
+
+# ------------------------------------------------------------------ afbench's own reruns
+
+
+def executed_attempt(
+    root: Path,
+    task: str,
+    attempt: int,
+    outcome: str,
+    cost: float | None,
+    agent: str = "oracle",
+    selection_sha256: str = "5" * 64,
+) -> dict:
+    """One afbench attempt of `task` as `snakemake execute` leaves it: its own Harbor job under
+    `root`/jobs (demo-oracle's trial of the task alone, with a job id and trial id of its own,
+    run by `agent`, its outcome made `outcome`: no reward beside an ApiRateLimitError for
+    "error", a reward of 1 or 0 otherwise; its cost `cost`), and the trial receipt naming it."""
+    from afbench.kinds import TRIAL_RECEIPT
+    from afbench.kinds.execution import TRIAL
+
+    from conftest import declared
+
+    name = f"{agent}-{task}-attempt-{attempt}"
+    job = copy_job(FIXTURES / "demo-oracle", root / "jobs" / name, job_id=name)
+    for trial in job.iterdir():
+        if trial.is_dir() and not trial.name.startswith(f"{task}__"):
+            shutil.rmtree(trial)
+
+    def made(doc):
+        doc["config"]["agent"]["name"] = doc["agent_info"]["name"] = agent
+        doc["agent_result"]["cost_usd"] = cost
+        rate_limited = {
+            "exception_type": "ApiRateLimitError",
+            "exception_message": "rate limited",
+            "exception_traceback": "",
+            "occurred_at": doc["finished_at"],
+        }
+        doc["exception_info"] = rate_limited if outcome == "error" else None
+        reward = {"accepted": 1.0, "rejected": 0.0}.get(outcome)
+        doc["verifier_result"] = None if reward is None else {"rewards": {"reward": reward}}
+
+    edit_trials(job, made)
+    [result] = trial_results(job)
+    return declared(
+        TRIAL_RECEIPT,
+        plan={
+            "selection": {"name": "s", "selection_sha256": selection_sha256, "tasks": 6},
+            "agent": agent,
+            "model": None,
+            "sha256": "0" * 64,
+        },
+        task_id=task,
+        attempt=attempt,
+        job_name=name,
+        job_dir=str(job),
+        trials=[
+            declared(
+                TRIAL, trial_name=result.parent.name, task_id=task, outcome=outcome, cost_usd=cost
+            )
+        ],
+        outcome=outcome,
+    )
+
+
+def import_executed(
+    tmp_path: Path, receipts: list[dict], tasks: list[str], *, reruns: bool, out: Path | None = None
+):
+    """The executed run of `receipts` (their job folders) on a selection of `tasks`, as
+    `afbench job import-executed` writes it (into `out`), its attempts replacing one another
+    (`reruns`, a sealed sequential comparison's) or each its own; returns (summary, outcomes,
+    attempts) read back from the files."""
+    from afbench.cli.actions import executed_job_folders, import_run
+
+    from conftest import _selection_for
+
+    out = out or tmp_path / ("reruns" if reruns else "attempts")
+    outputs = {key: out / name for key, name in runs_files().items()}
+    import_run(
+        _selection_for(tmp_path, tasks),
+        "executed",
+        "harbor",
+        executed_job_folders(receipts),
+        None,
+        outputs,
+        reruns=receipts if reruns else (),
+    )
+    with open(outputs["outcomes"], newline="") as f:
+        outcomes = {row["task_id"]: row for row in csv.DictReader(f)}
+    with open(outputs["attempts"], newline="") as f:
+        attempts = list(csv.DictReader(f))
+    return load(outputs["summary"]), outcomes, attempts
+
+
+def runs_files() -> dict[str, str]:
+    from afbench.cli.actions import RUN_FILES
+
+    return RUN_FILES
+
+
+def test_an_afbench_rerun_replaces_the_errored_attempt_and_the_outcome_is_the_decisions(
+    tmp_path,
+):
+    """A sealed comparison reran two errored trials: solve-fails erred, then was rejected;
+    no-reward erred twice. Each task's outcome is that of the attempt that stands, the one the
+    decision reads (solve-fails rejected, never error), counted as one attempt; the replaced
+    attempts are recorded on it, in attempts.csv and the configuration's reruns, and every
+    dollar paid is still in the costs. The same job folders as independent attempts (no
+    reruns: Harbor's pass@k) keep the pooled rule."""
+    from afbench import sequential
+
+    receipts = [
+        executed_attempt(tmp_path, "solve-fails", 1, "error", 1.5),
+        executed_attempt(tmp_path, "solve-fails", 2, "rejected", 2.0),
+        executed_attempt(tmp_path, "hello-pass", 1, "accepted", 1.0),
+        executed_attempt(tmp_path, "no-reward", 1, "error", 0.5),
+        executed_attempt(tmp_path, "no-reward", 2, "error", 0.25),
+    ]
+    tasks = ["solve-fails", "hello-pass", "no-reward"]
+    summary, outcomes, attempts = import_executed(tmp_path, receipts, tasks, reruns=True)
+    for task in tasks:
+        stands = sequential.standing_attempt([r for r in receipts if r["task_id"] == task])
+        assert outcomes[task]["outcome"] == stands["outcome"], task
+    shown = {t: (row["outcome"], row["attempts"], row["cost_usd"]) for t, row in outcomes.items()}
+    assert shown == {
+        "solve-fails": ("rejected", "1", "3.5"),
+        "hello-pass": ("accepted", "1", "1.0"),
+        "no-reward": ("error", "1", "0.75"),
+    }
+    assert outcomes["solve-fails"]["trial_dirs"].startswith(receipts[1]["job_dir"] + "/")
+    # every trial that ran is a row of attempts.csv; a replaced one names the job that stands
+    replaced = {a["trial_dir"].split("/")[-2]: a["replaced_by"] for a in attempts}
+    assert replaced == {
+        "oracle-solve-fails-attempt-1": "oracle-solve-fails-attempt-2",
+        "oracle-solve-fails-attempt-2": "",
+        "oracle-hello-pass-attempt-1": "",
+        "oracle-no-reward-attempt-1": "oracle-no-reward-attempt-2",
+        "oracle-no-reward-attempt-2": "",
+    }
+    # money unchanged: what the trials cost, in attempts.csv and in outcomes.csv
+    paid = sum(t["cost_usd"] for r in receipts for t in r["trials"])
+    assert sum(float(a["cost_usd"]) for a in attempts) == paid == 5.25
+    assert sum(float(row["cost_usd"]) for row in outcomes.values()) == paid
+    [config] = summary["configurations"]
+    assert config["counts"]["rejected"] == 1 and config["counts"]["error"] == 1
+    assert config["attempts"]["total"] == 3 and config["attempts"]["per_task"] == [1]
+    assert config["budget_audit"]["records_checked"] == 5
+    assert config["retries"]["retries"] == 0  # Harbor retried nothing: not a retry of Harbor's
+    reruns = config["reruns"]
+    assert reruns["replaced_attempts"] == 2 and reruns["replaced_cost_usd"] == 2.0
+    assert [
+        (t["task_id"], t["job_name"], t["attempt"], t["outcome"], [
+            (r["job_name"], r["attempt"], r["outcome"], r["cost_usd"]) for r in t["replaced"]
+        ])
+        for t in reruns["rerun_trials"]
+    ] == [
+        ("no-reward", "oracle-no-reward-attempt-2", 2, "error", [
+            ("oracle-no-reward-attempt-1", 1, "error", 0.5)
+        ]),
+        ("solve-fails", "oracle-solve-fails-attempt-2", 2, "rejected", [
+            ("oracle-solve-fails-attempt-1", 1, "error", 1.5)
+        ]),
+    ]  # fmt: skip
+    assert reruns["rerun_trials"][1]["replaced"][0]["reason"].startswith("ApiRateLimitError")
+    assert (
+        "replaced" in summary["attempt_rule"]
+        and sequential.STANDING_RULE in (summary["attempt_rule"])
+    )
+    # the summary holds to its tables, the replaced rows counted apart
+    tables = {
+        "outcomes": Counter(
+            (config["configuration"], r["outcome"], False) for r in outcomes.values()
+        ),
+        "attempts": Counter(
+            (config["configuration"], a["outcome"], a["replaced_by"] != "") for a in attempts
+        ),
+    }
+    assert runs.run_of_tables(summary, tables) == []
+    forged = copy.deepcopy(summary)
+    forged["configurations"][0]["reruns"]["replaced_attempts"] = 0
+    [problem] = runs.run_of_tables(forged, tables)
+    assert problem.field == "configurations[0].reruns.replaced_attempts"
+    # the same folders as attempts each its own: Harbor's pass@k rule pools them
+    pooled, pooled_outcomes, _ = import_executed(tmp_path, receipts, tasks, reruns=False)
+    assert pooled_outcomes["solve-fails"]["outcome"] == "error"
+    assert pooled_outcomes["solve-fails"]["attempts"] == "2"
+    assert pooled["configurations"][0]["reruns"] is None
+
+
+def test_pass_at_k_counts_the_attempt_that_stands_not_the_one_it_replaced(tmp_path):
+    from afbench.cli.actions import import_run
+
+    from conftest import _selection_for
+
+    receipts = [
+        executed_attempt(tmp_path, "solve-fails", 1, "error", 1.0),
+        executed_attempt(tmp_path, "solve-fails", 2, "rejected", 1.0),
+        executed_attempt(tmp_path, "hello-pass", 1, "accepted", 1.0),
+    ]
+    tasks = ["solve-fails", "hello-pass"]
+    summary, _, _ = import_executed(tmp_path, receipts, tasks, reruns=True)
+    assert summary["configurations"][0]["pass_at_k"] == {"1": 0.5}
+    pooled, _, _ = import_executed(tmp_path, receipts, tasks, reruns=False)
+    assert pooled["configurations"][0]["pass_at_k"] is None  # an attempt without a verdict
+    # a rerun that ran in another configuration than the attempt it replaced is refused
+    edit_trials(
+        Path(receipts[1]["job_dir"]), lambda doc: doc["config"].update(timeout_multiplier=2.0)
+    )
+    out = tmp_path / "refused"
+    with pytest.raises(AfbenchError) as refused:
+        import_run(
+            _selection_for(tmp_path, tasks),
+            "executed",
+            "harbor",
+            [Path(r["job_dir"]) for r in receipts],
+            None,
+            {key: out / name for key, name in runs_files().items()},
+            reruns=receipts,
+        )
+    [problem] = refused.value.problems
+    assert problem.field == "configuration" and "ran in different configurations" in str(problem)
+    assert problem.file.startswith(receipts[0]["job_dir"] + "/") and not out.exists()

@@ -6,6 +6,7 @@ and its exact operating characteristics checked against enumeration."""
 from __future__ import annotations
 
 import copy
+import csv
 import itertools
 import json
 import math
@@ -1221,7 +1222,23 @@ def test_execute_reruns_an_errored_trial_at_the_next_step_and_the_run_decides(bu
     assert "Trials rerun after an infrastructure error: 1 (USD 2.00)" in html
     summary = json.loads((out / "runs/executed-seq-eight/summary.json").read_text())
     assert summary["analysis_plan"]["as_planned"], summary["analysis_plan"]["problems"]
+    # the executed run counts the task as the decision does: a's rerun stands, accepted, one
+    # attempt, the rate-limited attempt it replaced recorded on it and still paid for
+    [pair] = summary["analysis_plan"]["comparisons"]
+    run_label = dict(zip((pair["a"], pair["b"]), pair["configurations"], strict=True))[label]
+    with open(out / "runs/executed-seq-eight/outcomes.csv", newline="") as table:
+        [row] = [
+            r
+            for r in csv.DictReader(table)
+            if (r["configuration"], r["task_id"]) == (run_label, ORDER[0])
+        ]
+    assert (row["outcome"], row["attempts"], float(row["cost_usd"])) == ("accepted", "1", 4.0)
+    [config] = [c for c in summary["configurations"] if c["configuration"] == run_label]
+    [rerun] = config["reruns"]["rerun_trials"]
+    assert (rerun["task_id"], rerun["attempt"], rerun["outcome"]) == (ORDER[0], 2, "accepted")
+    assert [(r["attempt"], r["outcome"]) for r in rerun["replaced"]] == [(1, "error")]
     audited = audit_lines(out)
     assert audited.returncode == 0, audited.stdout[-3000:]
     assert "held   decision-receipts (" in audited.stdout
+    assert "held   run-decision (" in audited.stdout
     assert docker_leftovers(out / "jobs") == []

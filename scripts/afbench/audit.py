@@ -181,13 +181,38 @@ class Directory:
         return found[0] if len(found) == 1 else None
 
     def counted(self, rel: str) -> Counter | None:
-        """A run table's rows counted by (configuration, outcome), read a row at a time."""
+        """A run table's rows counted by (configuration, outcome, replaced: whether a later
+        attempt replaced the row's, attempts.csv's replaced_by), read a row at a time."""
         try:
             with open(self.root / rel, encoding="utf-8", newline="") as handle:
                 rows = csv.reader(handle)
                 header = next(rows)
                 at = header.index("configuration"), header.index("outcome")
-                return Counter((csv_text_value(r[at[0]]), csv_text_value(r[at[1]])) for r in rows)
+                gone = header.index("replaced_by") if "replaced_by" in header else None
+                return Counter(
+                    (
+                        csv_text_value(r[at[0]]),
+                        csv_text_value(r[at[1]]),
+                        gone is not None and r[gone] != "",
+                    )
+                    for r in rows
+                )
+        except (OSError, UnicodeDecodeError, csv.Error, IndexError, ValueError) as error:
+            self._failed(rel, error)
+            return None
+
+    def outcome_rows(self, rel: str) -> list[tuple[int, str, str, str]] | None:
+        """An outcomes.csv's rows as (row, configuration, task_id, outcome), each row numbered
+        as a spreadsheet shows it (the header is row 1)."""
+        try:
+            with open(self.root / rel, encoding="utf-8", newline="") as handle:
+                rows = csv.reader(handle)
+                header = next(rows)
+                at = [header.index(c) for c in ("configuration", "task_id", "outcome")]
+                return [
+                    (number, *(csv_text_value(r[i]) for i in at))
+                    for number, r in enumerate(rows, start=2)
+                ]
         except (OSError, UnicodeDecodeError, csv.Error, IndexError, ValueError) as error:
             self._failed(rel, error)
             return None
@@ -279,10 +304,32 @@ class _Lines(list):
             self.append(_check(relation, artifact, source))
 
 
+def _executed_runs(found: Directory, last: list[tuple[str, dict]]) -> list[dict]:
+    """Each executed run checked against a sealed comparison's last step (`last`: its records,
+    the step and the decision) made under the plan the run was checked against: its
+    outcomes, task by task, are the decision's."""
+    lines = _Lines()
+    for run in found.of("afbench local run summary"):
+        checked = run[1].get("analysis_plan")
+        if checked is None:
+            continue
+        rel = found.tables.get(str(Path(run[0]).parent), {}).get("outcomes")
+        rows = found.outcome_rows(rel) if rel is not None else None
+        for step in last:
+            if step[1]["plan_sha256"] != checked["plan_sha256"]:
+                continue
+            if rows is None:
+                lines.append(_missing(r.RUN_OF_DECISION, run[0], "its outcomes.csv"))
+                continue
+            source = (step[0], {"decision": step[1], "outcomes": rows})
+            lines.append(_check(r.RUN_OF_DECISION, (rel, run[1]), source))
+    return lines
+
+
 def _execution(found: Directory) -> list[dict]:
     """The paid chain: a trial's receipts one per trial, the cost ledger over the receipts,
-    and each step of a sealed comparison held to its plan and, the last, made again from the
-    receipts."""
+    each step of a sealed comparison held to its plan and, the last, made again from the
+    receipts, and the executed run's outcomes held to that last step's."""
     from .execute import trial_key
 
     lines = _Lines()
@@ -305,6 +352,7 @@ def _execution(found: Directory) -> list[dict]:
         if plan is not None and step[1]["step"] == last:
             source = (gathered[0], {"plan": plan[1], "receipts": gathered[1]})
             lines.append(_check(r.DECISION_OF_RECEIPTS, step, source))
+    lines += _executed_runs(found, [step for step in steps if step[1]["step"] == last])
     return lines
 
 

@@ -43,6 +43,11 @@ ATTEMPT_RULE = (
     "error if any attempt errored, incomplete if any was incomplete, unverified if any was "
     "not verified, else rejected"
 )
+RERUN_RULE = (
+    "an afbench attempt that a later one replaced (a sealed sequential comparison reruns an "
+    "errored trial as a new attempt, its own Harbor job) is no attempt of its own: it counts in "
+    "no outcome, attempt or pass@k, only in what its task cost"
+)
 CONFIGURATION_RULE = (
     "one result per configuration: agent name and version, model, and the Harbor settings that "
     "change what the agent can do (timeout multipliers and overrides, environment type, import "
@@ -1276,6 +1281,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
                 "retries": retries,
                 "first_attempts": first,
                 "job": job["facts"],
+                "replaced_by": None,
             }
             pending.append((attempt, facts["settings"]))
             attempts.append(attempt)
@@ -1357,6 +1363,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
                 "retries": retries,
                 "first_attempts": first,
                 "job": job["facts"],
+                "replaced_by": None,
                 **_configuration_fields(configuration),
             }
         )
@@ -1508,12 +1515,68 @@ def read_verdict_dir(folder: Path, named: str | None = None) -> list[dict]:
                     "note": "a verdict records neither the agent nor the model",
                 },
                 "identity": ("verdict", info.st_dev, info.st_ino),
+                "replaced_by": None,
             }
         )
     check_unique_trials(attempts)
     if named is not None:
         _record_as(attempts, str(folder), named)
     return attempts
+
+
+def mark_replaced(attempts: list[dict], receipts: list[dict]) -> None:
+    """afbench's own reruns among `attempts` (read from the receipts' job folders): of the
+    trial receipts whose attempts replace one another (afbench.sequential.rerun_receipts: a
+    sealed sequential comparison's), each trial's (task, configuration) started attempts but
+    the one that stands (sequential.standing_attempt, the one the decision reads) were
+    replaced by it. Each Harbor trial of a replaced attempt's job folder gets `replaced_by`,
+    the job name of the attempt that stands, and `rerun` (its own attempt and job, and the
+    standing one's): no attempt of its own, its cost still its task's."""
+    from .sequential import standing_attempt
+
+    trials: dict[tuple, list[dict]] = {}
+    for receipt in receipts:
+        if receipt["refused"] is None:
+            made = receipt["plan"]
+            trials.setdefault((receipt["task_id"], made["agent"], made["model"]), []).append(
+                receipt
+            )
+    replaced: dict[str, tuple[dict, dict]] = {}
+    for tried in trials.values():
+        stands = standing_attempt(tried)
+        for receipt in tried:
+            if receipt is not stands:
+                replaced[os.fspath(Path(receipt["job_dir"]))] = (receipt, stands)
+    if not replaced:
+        return
+    labels: dict[str, set[str]] = {}
+    for attempt in attempts:
+        if attempt.get("job") is not None:
+            labels.setdefault(attempt["job"]["job_dir"], set()).add(attempt["configuration"])
+    for attempt in attempts:
+        job = attempt.get("job")
+        found = replaced.get(job["job_dir"]) if job is not None else None
+        if found is None:
+            continue
+        receipt, stands = found
+        rerun = labels.get(os.fspath(Path(stands["job_dir"])), set())
+        if rerun and rerun != {attempt["configuration"]}:
+            raise AfbenchError(
+                f"attempt {receipt['attempt']} of task '{receipt['task_id']}' and attempt "
+                f"{stands['attempt']}, which replaced it, ran in different configurations: a "
+                "rerun runs the trial again as it was",
+                file=attempt["trial_dir"],
+                field="configuration",
+                expected=sorted(rerun)[0],
+                found=attempt["configuration"],
+            )
+        attempt["replaced_by"] = stands["job_name"]
+        attempt["rerun"] = {
+            "job_name": receipt["job_name"],
+            "attempt": receipt["attempt"],
+            "stands": stands["job_name"],
+            "stands_attempt": stands["attempt"],
+        }
 
 
 def task_outcome(attempts: list[dict]) -> str:
@@ -1654,18 +1717,81 @@ def _retry_shift(selected: list[str], tries: list[dict], by_task: dict) -> dict 
     }
 
 
+RERUN_NOTE = (
+    "afbench's own reruns, by the run's attempt_rule: each replaced attempt's trials stay in "
+    "attempts.csv (replaced_by: the job of the attempt that stands), and their cost in their "
+    "task's cost_usd, the budget audit and replaced_cost_usd"
+)
+
+
+def _reruns(replaced: list[dict], rows: dict[str, dict]) -> dict | None:
+    """What afbench's reruns replaced in one configuration (mark_replaced), by task: the
+    attempt that stands, the task's outcome, and each replaced attempt's trials; None when
+    nothing was replaced."""
+    if not replaced:
+        return None
+    stands: dict[tuple[str, str], dict] = {}
+    for a in sorted(replaced, key=lambda a: (a["task_id"], a["rerun"]["attempt"], a["trial_dir"])):
+        rerun = a["rerun"]
+        entry = stands.setdefault(
+            (a["task_id"], rerun["stands"]),
+            {
+                "task_id": a["task_id"],
+                "job_name": rerun["stands"],
+                "attempt": rerun["stands_attempt"],
+                "outcome": rows[a["task_id"]]["outcome"],
+                "replaced": [],
+            },
+        )
+        entry["replaced"].append(
+            {
+                "job_name": rerun["job_name"],
+                "attempt": rerun["attempt"],
+                "trial_name": a["trial_name"],
+                "outcome": a["outcome"],
+                "reason": a["reason"],
+                "cost_usd": a["cost_usd"],
+            }
+        )
+    costs = [a["cost_usd"] for a in replaced]
+    return {
+        "replaced_attempts": len(replaced),
+        "replaced_cost_usd": None if None in costs else round(sum(costs), 6),
+        "rerun_trials": [stands[key] for key in sorted(stands)],
+        "note": RERUN_NOTE,
+    }
+
+
+def attempt_rule() -> str:
+    """The rule a run summary records for its attempts: Harbor's attempts pooled
+    (ATTEMPT_RULE), afbench's reruns not (RERUN_RULE), and which attempt of a rerun trial
+    stands (afbench.sequential.STANDING_RULE, the decision's)."""
+    from .sequential import STANDING_RULE
+
+    return f"{ATTEMPT_RULE}; {RERUN_RULE}; {STANDING_RULE}"
+
+
 def _summarize_configuration(
     name: str, label: str, details: dict, selected: list[str], tries: list[dict], budget: float
 ) -> tuple[dict, list[dict]]:
+    replaced = [a for a in tries if a["replaced_by"] is not None]
+    # the attempts that count: every trial but those a later afbench attempt replaced
+    standing = [a for a in tries if a["replaced_by"] is None] if replaced else tries
     by_task: dict[str, list[dict]] = {tid: [] for tid in selected}
-    for attempt in tries:
+    for attempt in standing:
         by_task[attempt["task_id"]].append(attempt)
+    replaced_cost: dict[str, list[float]] = {}
+    for attempt in replaced:
+        if attempt["cost_usd"] is not None:
+            replaced_cost.setdefault(attempt["task_id"], []).append(attempt["cost_usd"])
     first = tries[0]
     rows = []
     for tid in selected:
         task_tries = by_task[tid]
         outcome = task_outcome(task_tries) if task_tries else "missing"
+        # what the task cost: its replaced attempts were paid for too
         costs = [a["cost_usd"] for a in task_tries if a["cost_usd"] is not None]
+        costs += replaced_cost.get(tid, [])
         row = OUTCOMES_TABLE.row(
             configuration=label,
             task_id=tid,
@@ -1685,7 +1811,7 @@ def _summarize_configuration(
     total = len(rows)
     complete = counts["accepted"] + counts["rejected"] == total
     attempt_counts = sorted({len(by_task[t]) for t in selected})
-    all_decided = all(a["outcome"] in ("accepted", "rejected") for a in tries)
+    all_decided = all(a["outcome"] in ("accepted", "rejected") for a in standing)
     pass_k = {}
     if complete and all_decided and attempt_counts[0] > 0:
         for k in sorted({1, attempt_counts[0]}):
@@ -1705,20 +1831,23 @@ def _summarize_configuration(
         "harbor_jobs": _harbor_jobs(tries),
         "counts": counts,
         "attempts": {
-            "total": len(tries),
+            "total": len(standing),
             "per_task": attempt_counts,
             "by_outcome": {
-                o: sum(a["outcome"] == o for a in tries) for o in OUTCOMES if o != "missing"
+                o: sum(a["outcome"] == o for a in standing) for o in OUTCOMES if o != "missing"
             },
         },
         "success_rate": counts["accepted"] / total if complete else None,
         "success_rate_bounds": _bounds(counts, total),
+        # Harbor's own retries, of every trial that ran (a replaced one's too)
         "retries": _retries(tries, details.get("max_retries")),
-        "retry_shift": _retry_shift(selected, tries, by_task),
+        "retry_shift": _retry_shift(selected, standing, by_task),
+        "reruns": _reruns(replaced, {r["task_id"]: r for r in rows}),
         "pass_at_k": pass_k or None,
         "pass_at_k_note": None
         if pass_k
         else "not computed: some tasks or attempts have no accepted/rejected outcome",
+        # every trial's cost as reported, a replaced one's too: it was paid for
         "budget_audit": budget_audit(
             [{"task_id": a["task_id"], "cost_usd": a["cost_usd"]} for a in tries],
             budget,
@@ -1787,7 +1916,7 @@ def summarize_run(
             "tasks": len(selected),
         },
         "configuration_rule": CONFIGURATION_RULE,
-        "attempt_rule": ATTEMPT_RULE,
+        "attempt_rule": attempt_rule(),
         "bounds_rule": BOUNDS_RULE,
         "configurations": configurations,
     }
@@ -1831,13 +1960,15 @@ def run_of_selection(run: dict, selection: dict) -> list[Problem]:
 
 
 def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
-    """RUN_OF_TABLES: each configuration's outcome counts are its rows of outcomes.csv, and its
-    attempt counts its rows of attempts.csv, counted again ({table: Counter((configuration,
-    outcome))}); no row of another configuration."""
+    """RUN_OF_TABLES: each configuration's outcome counts are its rows of outcomes.csv, its
+    attempt counts its rows of attempts.csv that are attempts, and its replaced attempts
+    (reruns) the rows a later attempt replaced, counted again ({table: Counter((configuration,
+    outcome, replaced))}, `replaced` whether the row has a replaced_by); no row of another
+    configuration."""
     problems = []
     labels = {c["configuration"] for c in run["configurations"]}
     for table, counted in sorted(tables.items()):
-        strangers = sorted({label for label, _ in counted} - labels)
+        strangers = sorted({label for label, _, _ in counted} - labels)
         if strangers:
             problems.append(
                 Problem(
@@ -1852,7 +1983,7 @@ def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
         label = config["configuration"]
         at = f"configurations[{index}]"
         if outcomes is not None:
-            counted = {k: outcomes[(label, k)] for k in config["counts"]}
+            counted = {k: outcomes[(label, k, False)] for k in config["counts"]}
             if counted != config["counts"]:
                 problems.append(
                     Problem(
@@ -1864,8 +1995,8 @@ def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
                 )
         if attempts is not None:
             by_outcome = config["attempts"]["by_outcome"]
-            counted = {k: attempts[(label, k)] for k in by_outcome}
-            total = sum(n for (c, _), n in attempts.items() if c == label)
+            counted = {k: attempts[(label, k, False)] for k in by_outcome}
+            total = sum(n for (c, _, gone), n in attempts.items() if c == label and not gone)
             if counted != by_outcome or total != config["attempts"]["total"]:
                 problems.append(
                     Problem(
@@ -1875,4 +2006,79 @@ def run_of_tables(run: dict, tables: dict[str, Counter]) -> list[Problem]:
                         found={"total": config["attempts"]["total"], "by_outcome": by_outcome},
                     )
                 )
+            gone = sum(n for (c, _, replaced), n in attempts.items() if c == label and replaced)
+            said = (config.get("reruns") or {}).get("replaced_attempts", 0)
+            if gone != said:
+                problems.append(
+                    Problem(
+                        "the replaced attempts are not the configuration's rows of attempts.csv "
+                        "with a replaced_by",
+                        field=f"{at}.reruns.replaced_attempts",
+                        expected=gone,
+                        found=said,
+                    )
+                )
+    return problems
+
+
+def run_of_decision(run: dict, source: dict) -> list[Problem]:
+    """RUN_OF_DECISION: an executed run of a sealed sequential comparison beside the
+    comparison's last step (`source`: {"decision": the step's record, "outcomes": its
+    outcomes.csv as (row, configuration, task_id, outcome)}): for every task and configuration
+    of the comparison whose trials the decision read, the run's outcome is the outcome of the
+    attempt that stands (sequential.standing_attempt over the step's trials), the one the
+    decision counted. An outcome the run cannot hold (a Harbor job of several trials:
+    `mixed`) is left to the run's own attempt rule."""
+    from .sequential import standing_attempt
+
+    decided = source["decision"]
+    comparison = decided["comparison"]
+    checked = run.get("analysis_plan")
+    if checked is None or checked["plan_sha256"] != decided["plan_sha256"]:
+        return [
+            Problem(
+                "the executed run was not checked against the sealed plan its decision was made "
+                "under",
+                field="analysis_plan.plan_sha256",
+                expected=decided["plan_sha256"],
+                found=None if checked is None else checked["plan_sha256"],
+            )
+        ]
+    labels = {}
+    for pair in checked["comparisons"]:
+        labels.setdefault(pair["a"], pair["configurations"][0])
+        labels.setdefault(pair["b"], pair["configurations"][1])
+    tried: dict[tuple[str, str], list[dict]] = {}
+    for trial in decided["trials"]:
+        if not trial["refused"]:
+            tried.setdefault((trial["task_id"], trial["configuration"]), []).append(trial)
+    found = {(label, task): (row, outcome) for row, label, task, outcome in source["outcomes"]}
+    problems = []
+    for (task, side), started in sorted(tried.items()):
+        stands = standing_attempt(started)
+        if stands["outcome"] not in OUTCOMES:
+            continue
+        label = labels.get(comparison[side])
+        row, outcome = found.get((label, task), (None, None))
+        if label is None or row is None:
+            problems.append(
+                Problem(
+                    f"the run has no outcome of task '{task}' for configuration {side} "
+                    f"({comparison[side]}), whose trials the decision read",
+                    field="outcome",
+                    expected=stands["outcome"],
+                    found="no row",
+                )
+            )
+        elif outcome != stands["outcome"]:
+            problems.append(
+                Problem(
+                    f"task '{task}', configuration {side} ({label}): not the outcome the "
+                    f"decision read (attempt {stands['attempt']}, the one that stands)",
+                    row=row,
+                    field="outcome",
+                    expected=stands["outcome"],
+                    found=outcome,
+                )
+            )
     return problems

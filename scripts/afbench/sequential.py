@@ -814,13 +814,50 @@ def sequential_decision(outcomes: Sequence[Mapping], plan: Mapping) -> dict:
     )
 
 
+STANDING_RULE = (
+    "of a trial's attempts (one task, one configuration), the one that stands is its first "
+    "with a verdict (accepted or rejected: later attempts exist to rerun infrastructure "
+    "errors), else its last that started; every other attempt was replaced by it"
+)
+
+
+def standing_attempt(started: Sequence[Mapping]) -> Mapping:
+    """The attempt of one trial that stands (STANDING_RULE), of its started attempts (each a
+    mapping with its `attempt` number and its `outcome`, in any order): the outcome the
+    decision reads for the configuration on the task, and the one the executed run's import
+    keeps (afbench.runs.mark_replaced), so the two never disagree."""
+    tried = sorted(started, key=lambda r: r["attempt"])
+    return next((r for r in tried if r["outcome"] in RESOLVED), tried[-1])
+
+
+def comparison_receipts(plan: Mapping, receipts: Sequence[Mapping]) -> list[Mapping]:
+    """The receipts of the sealed plan's comparison: its two configurations' trials of its
+    selection (others, of another item or selection, are no trial of it)."""
+    sides = {(c["agent"], c["model"]) for c in plan["configurations"].values()}
+    wanted = plan["selection"]["selection_sha256"]
+    return [
+        r
+        for r in receipts
+        if (r["plan"]["agent"], r["plan"]["model"]) in sides
+        and r["plan"]["selection"]["selection_sha256"] == wanted
+    ]
+
+
+def rerun_receipts(plan: Mapping, receipts: Sequence[Mapping]) -> list[Mapping]:
+    """The receipts whose attempts replace one another (STANDING_RULE): a sequential plan's
+    comparison, whose later attempts are reruns of errored trials; none under a fixed-n plan,
+    whose every attempt runs as an attempt of its own."""
+    if plan["stopping_rule"]["kind"] != "sequential":
+        return []
+    return comparison_receipts(plan, receipts)
+
+
 def outcomes_from_receipts(plan: Mapping, receipts: Sequence[Mapping]) -> list[dict]:
     """The rows `sequential_decision` reads, from the trial receipts of the plan's two
     configurations (afbench.execute): per task, each configuration's outcome is that of its
-    first attempt with a verdict (accepted or rejected: later attempts exist to retry
-    infrastructure errors), else of its last attempt that started, and its attempts the
-    latest that started; the cost is every started attempt's, both configurations (null when
-    a trial reported none). A task is left out until
+    attempt that stands (standing_attempt: its first with a verdict, else its last that
+    started), and its attempts the latest that started; the cost is every started attempt's,
+    both configurations (null when a trial reported none). A task is left out until
     both configurations have a started attempt (a trial refused at the cost ceiling did not
     start). Receipts of another selection, configuration or task are refused."""
     from .plan import plan_label
@@ -864,8 +901,7 @@ def outcomes_from_receipts(plan: Mapping, receipts: Sequence[Mapping]) -> list[d
         costs: list[float | None] = []
         for side in ("a", "b"):
             tried = sorted(attempts[(task_id, side)], key=lambda r: r["attempt"])
-            decided = [r for r in tried if r["outcome"] in RESOLVED]
-            row[side] = (decided[0] if decided else tried[-1])["outcome"]
+            row[side] = standing_attempt(tried)["outcome"]
             costs += [t["cost_usd"] for r in tried for t in r["trials"]] or [None]
         row["cost_usd"] = None if None in costs else sum(costs)
         row["attempts"] = {
@@ -1067,16 +1103,8 @@ def decision_of_receipts(run: Mapping, source: Mapping) -> list[Problem]:
     plan's selection and configurations ({"plan": ..., "receipts": [...]}) and compared,
     fact by fact."""
     plan = source["plan"]
-    sides = {(c["agent"], c["model"]) for c in plan["configurations"].values()}
-    wanted = plan["selection"]["selection_sha256"]
-    ours = [
-        r
-        for r in source["receipts"]
-        if (r["plan"]["agent"], r["plan"]["model"]) in sides
-        and r["plan"]["selection"]["selection_sha256"] == wanted
-    ]
     try:
-        again = run_step(plan, ours, step=run["step"])
+        again = run_step(plan, comparison_receipts(plan, source["receipts"]), step=run["step"])
     except AfbenchError as error:
         return [
             Problem(

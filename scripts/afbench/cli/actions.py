@@ -84,6 +84,7 @@ def import_run(
     analysis_plan: tuple[dict, list[dict]] | None = None,
     reused: list[dict] | tuple = (),
     names: list[str] | None = None,
+    reruns: list[dict] | tuple = (),
 ) -> None:
     """A local run (Harbor job folders or verdict folders) over its selection: summary (with
     each configuration's protocol-conformance certificate), outcomes and attempts, written
@@ -92,13 +93,17 @@ def import_run(
     task checksums are compared with. `analysis_plan`: a sealed plan and the run's receipts,
     checked against each other (conformance.plan_conformance); `reused`: the receipts of an
     upgrade's results carried over from the previous release (named in the summary). `names`:
-    each folder as the config names it, which the tables record (not where it was read)."""
+    each folder as the config names it, which the tables record (not where it was read).
+    `reruns`: the receipts whose attempts replace one another (sequential.rerun_receipts):
+    each trial's attempt that stands is its attempt in the run, the others recorded on it
+    (runs.mark_replaced)."""
     from ..conformance import certify_run
     from ..csvtable import paused_gc
     from ..fsutil import check_name
     from ..runs import (
         ATTEMPT_COLUMNS,
         OUTCOME_COLUMNS,
+        mark_replaced,
         read_harbor_job,
         read_verdict_dir,
         summarize_run,
@@ -126,6 +131,7 @@ def import_run(
             for folder, name in zip(folders, named, strict=True)
             for a in reader(Path(folder), name)
         ]
+        mark_replaced(attempts, list(reruns))
         summary, rows = summarize_run(name, kind, selection, attempts, budget, selection["release"])
         exported = kinds.TASK_CHECKSUMS.read(task_checksums) if task_checksums else None
         summary = certify_run(summary, attempts, kind, exported)

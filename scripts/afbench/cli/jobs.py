@@ -822,14 +822,16 @@ def _import_executed_args(p):
 def import_executed(args):
     from ..execute import read_receipts
     from ..preregister import read_approved_plan
+    from ..sequential import rerun_receipts
 
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
     # the reused receipts are another release's trials: each set is read together on its own
     receipts, reused = read_receipts(args.receipt), read_receipts(args.reused_receipt)
     folders = executed_job_folders([*receipts, *reused])
-    checked = None
+    checked, reruns = None, []
     if args.analysis_plan is not None:
-        checked = (read_approved_plan(args.analysis_plan, args.plan_sha256), receipts)
+        plan = read_approved_plan(args.analysis_plan, args.plan_sha256)
+        checked, reruns = (plan, receipts), rerun_receipts(plan, receipts)
     import_run(
         args.selection,
         args.name,
@@ -840,6 +842,7 @@ def import_executed(args):
         args.task_checksums,
         analysis_plan=checked,
         reused=reused,
+        reruns=reruns,
     )
 
 

@@ -220,7 +220,8 @@ RUN_OF_TABLES = _relation(
     "run-tables",
     "afbench local run summary",
     "outcomes",
-    "each configuration's outcome and attempt counts, counted again from its tables",
+    "each configuration's outcome, attempt and replaced-attempt counts, counted again from its "
+    "tables",
     "runs:run_of_tables",
     "re-derived",
 )
@@ -282,6 +283,15 @@ DECISION_OF_RECEIPTS = _relation(
     "from the comparison's receipts under the sealed plan",
     "sequential:decision_of_receipts",
     "re-derived",
+)
+RUN_OF_DECISION = _relation(
+    "run-decision",
+    "afbench local run summary",
+    "afbench sequential run",
+    "the executed run's outcome of each task and configuration the decision read is the "
+    "outcome of the attempt that stands, the one the decision counted",
+    "runs:run_of_decision",
+    "cross-checked",
 )
 
 # every relation, in the order above (afbench audit checks them; docs/guarantees.md lists them)

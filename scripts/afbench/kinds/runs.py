@@ -136,7 +136,13 @@ CONFIGURATION = Shape(
         "attempts",
         Shape(
             "attempt counts",
-            Field("total", int, minimum=0, unit="trials"),
+            Field(
+                "total",
+                int,
+                minimum=0,
+                unit="trials",
+                doc="the trials that are attempts: a replaced one (reruns) is not",
+            ),
             Field("per_task", ListOf(int), doc="the distinct numbers of attempts per task"),
             Field("by_outcome", BY_OUTCOME),
         ),
@@ -191,6 +197,58 @@ CONFIGURATION = Shape(
         ),
         null=True,
         doc="null when nothing was retried, or a retry count is unknown",
+    ),
+    Field(
+        "reruns",
+        Shape(
+            "reruns",
+            Field(
+                "replaced_attempts",
+                int,
+                minimum=0,
+                unit="trials",
+                doc="trials of the afbench attempts a later one replaced: attempts.csv rows "
+                "with replaced_by, counted in no outcome or attempt",
+            ),
+            Field(
+                "replaced_cost_usd",
+                float,
+                null=True,
+                unit="USD",
+                doc="what they cost (in their tasks' cost_usd); null: one reported none",
+            ),
+            Field(
+                "rerun_trials",
+                ListOf(
+                    Shape(
+                        "rerun trial",
+                        Field("task_id", str),
+                        Field("job_name", str, doc="the afbench attempt that stands"),
+                        Field("attempt", int, minimum=1),
+                        Field("outcome", str, values=OUTCOME_VALUES, doc="the task's outcome"),
+                        Field(
+                            "replaced",
+                            ListOf(
+                                Shape(
+                                    "replaced attempt",
+                                    Field("job_name", str),
+                                    Field("attempt", int, minimum=1),
+                                    Field("trial_name", str),
+                                    Field("outcome", str, values=ATTEMPT_OUTCOMES),
+                                    Field("reason", str, null=True),
+                                    Field("cost_usd", float, null=True, unit="USD"),
+                                )
+                            ),
+                        ),
+                    )
+                ),
+            ),
+            Field("note", str),
+        ),
+        null=True,
+        optional=True,
+        doc="afbench's own reruns of errored trials (a sealed sequential comparison's); null "
+        "when no attempt was replaced; absent in summaries written before reruns were recorded",
     ),
     Field("pass_at_k", MapOf(float, keys="k"), null=True),
     Field("pass_at_k_note", str, null=True),
@@ -292,9 +350,15 @@ _AGENT = (
 OUTCOMES = Table(
     "outcomes",
     *_COMMON,
-    Field("attempts", int, minimum=0, unit="trials"),
+    Field("attempts", int, minimum=0, unit="trials", doc="a replaced attempt is none"),
     Field("accepted_attempts", int, minimum=0, unit="trials"),
-    Field("cost_usd", float, null=True, unit="USD", doc="summed over its attempts"),
+    Field(
+        "cost_usd",
+        float,
+        null=True,
+        unit="USD",
+        doc="summed over its attempts and the attempts they replaced",
+    ),
     *_AGENT,
     Field("trial_dirs", str, null=True, doc="its trials' folders, ';'-separated"),
     doc="outcomes.csv: one row per configuration and selected task",
@@ -307,5 +371,12 @@ ATTEMPTS = Table(
     Field("trial_name", str, null=True),
     Field("job_id", str, null=True),
     Field("trial_dir", str, null=True),
+    Field(
+        "replaced_by",
+        str,
+        null=True,
+        doc="the job of the afbench attempt that replaced this one (a sealed comparison's "
+        "rerun of an errored trial): then no attempt of its own; empty: it counts",
+    ),
     doc="attempts.csv: one row per trial (or verdict)",
 )
