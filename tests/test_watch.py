@@ -157,12 +157,11 @@ def test_the_figures_are_the_ledger_s_and_the_receipts(run):
     assert look(run) == snap
 
 
-def test_the_time_left_comes_from_the_trials_own_durations(tmp_path):
-    path = tmp_path / "jobs.ledger.jsonl"
-    stamps = iter(["2026-01-01T10:00:00+00:00", "2026-01-01T10:01:40+00:00"])
+def write_stamped_ledger(path: Path, events: list[tuple[dict, str, str]]) -> Path:
+    """A ledger of free trials' starts and finishes, each (trial, event, stamp)."""
     lines = []
-    for event, at in (("start", next(stamps)), ("finish", next(stamps))):
-        entry = {**trial("o1"), "event": event, "host": "h", "pid": 1, "at": at}
+    for made, event, at in events:
+        entry = {**made, "event": event, "host": "h", "pid": 1, "at": at}
         entry |= (
             {"worst_case_usd": 0.0}
             if event == "start"
@@ -170,6 +169,17 @@ def test_the_time_left_comes_from_the_trials_own_durations(tmp_path):
         )
         lines.append(json.dumps(entry))
     path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_the_time_left_comes_from_the_trials_own_durations(tmp_path):
+    path = write_stamped_ledger(
+        tmp_path / "jobs.ledger.jsonl",
+        [
+            (trial("o1"), "start", "2026-01-01T10:00:00+00:00"),
+            (trial("o1"), "finish", "2026-01-01T10:01:40+00:00"),
+        ],
+    )
     write_receipt(tmp_path / "execute", "o1", "accepted")
     plan = write_run_plan(tmp_path / "plan.json", "oracle", tasks=4, ceiling_usd=10.0)
     [oracle] = watch.snapshot(path, tmp_path / "execute", [plan])["configurations"]
@@ -180,22 +190,15 @@ def test_the_time_left_comes_from_the_trials_own_durations(tmp_path):
 def test_a_running_trial_counts_what_it_still_needs_at_the_mean(tmp_path, tasks, left, time_left_s):
     """o1 took 100 s; o2 has run 30 s by the ledger's last stamp: it needs 70 s more, then
     each trial left takes 100 s, one at a time as now; the last trial running is not done."""
-    path = tmp_path / "jobs.ledger.jsonl"
-    events = [
-        ("o1", "start", "2026-01-01T10:00:00+00:00"),
-        ("o2", "start", "2026-01-01T10:01:10+00:00"),
-        ("o1", "finish", "2026-01-01T10:01:40+00:00"),
-    ]
-    lines = []
-    for name, event, at in events:
-        entry = {**trial(name, task=name), "event": event, "host": "h", "pid": 1, "at": at}
-        entry |= (
-            {"worst_case_usd": 0.0}
-            if event == "start"
-            else {"cost_usd": 0.0, "cost_reported": True, "trials": 1}
-        )
-        lines.append(json.dumps(entry))
-    path.write_text("\n".join(lines) + "\n")
+    o1, o2 = trial("o1", task="o1"), trial("o2", task="o2")
+    path = write_stamped_ledger(
+        tmp_path / "jobs.ledger.jsonl",
+        [
+            (o1, "start", "2026-01-01T10:00:00+00:00"),
+            (o2, "start", "2026-01-01T10:01:10+00:00"),
+            (o1, "finish", "2026-01-01T10:01:40+00:00"),
+        ],
+    )
     write_receipt(tmp_path / "execute", "o1", "accepted", task="o1")
     plan = write_run_plan(tmp_path / "plan.json", "oracle", tasks=tasks, ceiling_usd=10.0)
     snap = watch.snapshot(path, tmp_path / "execute", [plan])
