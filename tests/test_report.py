@@ -403,6 +403,7 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     Harbor fixture jobs, a verdict run, and those jobs again as an executed run (trial receipts
     naming them) with its cost ledger."""
     from afbench.cli.actions import render_report
+    from afbench.cli.signatures import values
     from afbench.kinds import TRIAL_RECEIPT
 
     base = tmp_path_factory.mktemp("wide")
@@ -471,20 +472,22 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     )
     imports = rev / "imports/source-present/budget-200"
     out = rev / "report/executed"
-    render_report(
-        imports / "summary.json",
-        [imports / f"{slug}.json" for slug in slugs],
-        catalog,
-        rev / "release/receipt.json",
-        [rev / f"runs/{name}/summary.json" for name in ("harbor-fixtures", "verdicts-three")]
-        + [executed / "summary.json"],
-        0.95,
-        "0" * 64,
-        out / "index.html",
-        out / "analysis.json",
-        None,
-        cost_ledger,
+    runs = ("harbor-fixtures", "verdicts-three")
+    given = values(
+        "render-report",
+        summary=imports / "summary.json",
+        imports=[imports / f"{slug}.json" for slug in slugs],
+        catalog=catalog,
+        receipt=rev / "release/receipt.json",
+        run=[rev / f"runs/{name}/summary.json" for name in runs] + [executed / "summary.json"],
+        confidence=0.95,
+        settings_digest="0" * 64,
+        html=out / "index.html",
+        analysis=out / "analysis.json",
+        figure=None,
+        ledger=cost_ledger,
     )
+    render_report(given)
     return out / "index.html"
 
 

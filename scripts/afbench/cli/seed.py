@@ -17,7 +17,7 @@ from ..fsutil import write_json
 from ..settings import converter as setting
 from ..settings import default
 from ..store import TABLES
-from . import types
+from . import signatures, types
 from .actions import (
     REPORT_FILES,
     RUN_FILES,
@@ -27,6 +27,7 @@ from .actions import (
     published_warnings,
     render_report,
 )
+from .signatures import add, pick, values
 
 RELEASE = "--release-dir"
 CONDITIONS = ("source-present", "source-free")
@@ -77,7 +78,7 @@ def _selection_flags(p: argparse.ArgumentParser) -> None:
     )
     limit = setting("selections/*/limit")
     p.add_argument("--limit", type=limit, metavar="N", help="the first N selected tasks")
-    types.stratified_flags(p)
+    add(p, signatures.STRATIFIED)
     p.add_argument(
         "--name", type=types.name, help="the selection's name (default: the output file's stem)"
     )
@@ -450,30 +451,8 @@ def verify(args):
 
 
 def _import_run_args(p):
-    p.add_argument("--selection", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument("--name", required=True, type=types.name, help="the run's name")
-    p.add_argument("--kind", required=True, type=setting("runs/*/kind"))
-    p.add_argument(
-        "--path",
-        required=True,
-        action="append",
-        type=types.input_tree,
-        metavar="DIR",
-        help="a Harbor job folder or a verdict folder (repeatable)",
-    )
-    p.add_argument(
-        "--budget-usd",
-        type=setting("runs/*/budget_usd"),
-        help="the budget audit's budget (default: the release's nominal budget)",
-    )
-    p.add_argument(
-        "--task-checksums",
-        type=types.input_path,
-        metavar="FILE",
-        help="the exporter's output for the selection (`afbench job checksum-tasks`), which "
-        "the trials' task checksums are compared with; without it no run is certified "
-        "conformant",
-    )
+    shared = pick("import-run", *IMPORT_RUN_SHARED, budget_usd={"required": False})
+    add(p, shared)
     p.add_argument(
         "--output-dir",
         required=True,
@@ -481,6 +460,9 @@ def _import_run_args(p):
         metavar="DIR",
         help="writes summary.json, outcomes.csv and attempts.csv there",
     )
+
+
+IMPORT_RUN_SHARED = ("selection", "name", "kind", "path", "budget_usd", "task_checksums")
 
 
 def import_run_command(args):
@@ -496,55 +478,14 @@ def import_run_command(args):
     )
 
 
+# the report's options are render-report's, its confidence defaulted as the config's
+REPORT_SHARED = ("summary", "imports", "catalog", "receipt", "run", "confidence", "anatomy")
+REPORT_SHARED += ("run_anatomy", "task_table", "comparisons")
+
+
 def _report_args(p):
-    p.add_argument("--summary", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-    )
-    p.add_argument("--catalog", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument("--receipt", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument(
-        "--run",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="repeatable",
-    )
-    p.add_argument(
-        "--confidence", default=default("report/confidence"), type=setting("report/confidence")
-    )
-    p.add_argument(
-        "--anatomy",
-        type=types.input_path,
-        metavar="FILE",
-        help="the official failure anatomy (afbench job analyse-failures)",
-    )
-    p.add_argument(
-        "--run-anatomy",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="a local run's failure anatomy (repeatable; with --anatomy)",
-    )
-    p.add_argument(
-        "--task-table",
-        type=types.input_path,
-        metavar="FILE",
-        help="the task table (afbench job analyse-tasks)",
-    )
-    p.add_argument(
-        "--comparisons",
-        type=types.input_path,
-        metavar="FILE",
-        help="the comparisons with the previous revision (afbench compare-revisions --output)",
-    )
+    confidence = {"required": False, "default": default("report/confidence")}
+    add(p, pick("render-report", *REPORT_SHARED, confidence=confidence))
     p.add_argument(
         "--output-dir",
         required=True,
@@ -556,23 +497,9 @@ def _report_args(p):
 
 def report(args):
     out = args.output_dir
-    render_report(
-        args.summary,
-        args.imports,
-        args.catalog,
-        args.receipt,
-        args.run,
-        args.confidence,
-        None,
-        out / REPORT_FILES["html"],
-        out / REPORT_FILES["analysis"],
-        None,
-        None,
-        args.anatomy,
-        args.run_anatomy,
-        args.task_table,
-        args.comparisons,
-    )
+    shared = {name: getattr(args, name) for name in REPORT_SHARED}
+    files = {key: out / name for key, name in REPORT_FILES.items()}
+    render_report(values("render-report", **shared, **files, figure=None))
 
 
 def _export_args(p):
@@ -1068,10 +995,9 @@ def diff(args):
 
 
 def _compare_revisions_args(p):
-    from .jobs import compare_revisions_args
-
-    compare_revisions_args(p, confidence_default=default("report/confidence"))
-    p.add_argument("--output", type=types.output_path, metavar="FILE", help="writes the JSON")
+    confidence = {"required": False, "default": default("report/confidence")}
+    output = {"required": False, "help": "writes the JSON"}
+    add(p, pick("compare-revisions", confidence=confidence, output=output))
 
 
 def compare_revisions(args):
