@@ -1,7 +1,9 @@
 # The one place that names artifact paths under results/<revision>/, and the one way a rule
 # hands its command a setting: `setting(flag, dpath)`, the config value at `dpath` (Snakemake's
 # lookup) as `--flag=value`, quoted for the shell. A setting reaches only the jobs whose rules
-# pass it, so a config change reruns exactly the jobs whose settings changed.
+# pass it, so a config change reruns exactly the jobs whose settings changed. A rule's shell
+# line is `shell_line(verb, ...)` (afbench.cli.signatures): its flags are the verb's declared
+# ones, each named by what feeds it, and every flag the verb requires is given.
 import json
 import re
 import time
@@ -13,6 +15,7 @@ from snakemake.exceptions import LookupError as DpathNotFound
 from snakemake.logging import logger
 
 from afbench import harbor
+from afbench.cli.signatures import shell_line
 from afbench.config import (
     SOURCE_LOCATION,
     TRANSPORT_SETTINGS,

@@ -20,9 +20,13 @@ rule checksum_tasks:
         ),
         repository_name=option("repository-name", CHECKOUT),
     shell:
-        "afbench job checksum-tasks --selection={input.selection:q} {params.repository} "
-        "{params.repository_name} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "checksum-tasks",
+            "selection",
+            "repository_dir=params.repository",
+            "repository_name",
+            "output=output",
+        )
 
 
 rule import_run:
@@ -49,9 +53,19 @@ rule import_run:
         path_names=lambda w: options("path-name", config["runs"][w.name]["paths"]),
         checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
-        "afbench job import-run --selection={input.selection:q} {params.name} {params.kind} "
-        "{params.paths} {params.path_names} {params.budget_usd} {params.checksums} --summary={output.summary:q} "
-        "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
+        shell_line(
+            "import-run",
+            "selection",
+            "name",
+            "kind",
+            "path=params.paths",
+            "path_name=params.path_names",
+            "budget_usd",
+            "task_checksums=params.checksums",
+            "summary",
+            "outcomes",
+            "attempts",
+        )
 
 
 rule runs:
