@@ -17,7 +17,7 @@ from ..fsutil import write_json
 from ..settings import converter as setting
 from ..settings import default
 from ..store import TABLES
-from . import signatures, types
+from . import types
 from .actions import (
     REPORT_FILES,
     RUN_FILES,
@@ -60,28 +60,15 @@ def _config(args: argparse.Namespace) -> dict:
 
 
 def _selection_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--book",
-        action="append",
-        default=[],
-        type=types.name,
-        metavar="SOURCE_ID",
-        help="keep tasks of this source (repeatable)",
-    )
-    p.add_argument(
-        "--task",
-        action="append",
-        default=[],
-        type=types.name,
-        metavar="ID",
-        help="keep this task (repeatable)",
-    )
-    limit = setting("selections/*/limit")
-    p.add_argument("--limit", type=limit, metavar="N", help="the first N selected tasks")
-    add(p, signatures.STRATIFIED)
+    """select-tasks' choice of tasks (its --source is --book here)."""
+    book = {"flag": "--book", "dest": "book"}
+    add(p, pick("select-tasks", "source", "task", "limit", *STRATIFIED, source=book))
     p.add_argument(
         "--name", type=types.name, help="the selection's name (default: the output file's stem)"
     )
+
+
+STRATIFIED = ("stratified_tasks", "stratified_seed")
 
 
 def _selection_wanted(args: argparse.Namespace) -> bool:
@@ -270,25 +257,11 @@ def _plan_args(p):
     p.add_argument(
         RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
     )
-    p.add_argument(
-        "--repository-dir",
-        required=True,
-        type=types.nonempty,
-        metavar="DIR",
-        help="absolute path of an upstream checkout at the pinned revision",
-    )
+    add(p, pick("write-plan", "repository_dir"))
     _selection_flags(p)
-    p.add_argument(
-        "--agent",
-        default="nop",
-        type=setting("plans/items/*/agent"),
-        help="Harbor agent (default nop) or module.path:ClassName",
-    )
-    p.add_argument(
-        "--model",
-        type=setting("plans/items/*/model"),
-        help="provider/model, required for agents other than nop",
-    )
+    agent = {"required": False, "default": "nop"}
+    agent["help"] = "Harbor agent (default nop) or module.path:ClassName"
+    add(p, pick("write-plan", "agent", "model", agent=agent))
     p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
 
@@ -1095,18 +1068,9 @@ def demo_generate(args):
 
 
 def _demo_repo_args(p):
-    p.add_argument(
-        "--release-files",
-        default="resources/demo-release",
-        type=types.input_path,
-        help="the demo release files to commit (default: resources/demo-release)",
-    )
-    p.add_argument(
-        "--upgrade-files",
-        type=types.input_path,
-        metavar="DIR",
-        help="commit the release's second revision too: these files over the first",
-    )
+    release = {"required": False, "default": "resources/demo-release", "metavar": None}
+    release["help"] = "the demo release files to commit (default: resources/demo-release)"
+    add(p, pick("build-demo-upstream", "release_files", "upgrade_files", release_files=release))
     p.add_argument("--out", required=True, type=types.output_dir(), help="the repository's folder")
 
 

@@ -161,7 +161,8 @@ PLAN_FIELDS = [  # what write-plan builds a plan from: run-trial rebuilds the pl
     reads("--selection", "SELECTION"),
     takes("--agent", "plans/items/*/agent"),
     takes("--model", "plans/items/*/model", "provider/model (agents that call one)", optional=True),
-    takes("--repository-dir", types.nonempty, metavar="DIR"),
+    takes("--repository-dir", types.nonempty, metavar="DIR",
+          help="absolute path of an upstream checkout at the pinned revision"),
     takes("--tasks-dir", "plans/tasks_dir", metavar="DIR"),
     takes("--jobs-dir", types.nonempty, metavar="DIR"),
     takes("--environment-type", "plans/environment_type"),
@@ -247,8 +248,9 @@ LEDGER = reads("--ledger", help="the run's live cost ledger")
 # --- every verb -----------------------------------------------------------------------------
 SIGNATURES: dict[str, Verb] = {
     "build-demo-upstream": Verb("the demo release's git repository, at its reproducible commit", [
-        reads("--release-files", metavar="DIR"),
-        reads("--upgrade-files", optional=True, metavar="DIR"),
+        reads("--release-files", help="the demo release files to commit", metavar="DIR"),
+        reads("--upgrade-files", optional=True, metavar="DIR",
+              help="commit the release's second revision too: these files over the first"),
         writes("--output", type=types.output_dir(), metavar="DIR"),
     ]),
     "fetch-file": Verb("fetch one release file and check it against its pin", [
@@ -302,9 +304,12 @@ SIGNATURES: dict[str, Verb] = {
     "select-tasks": Verb("one named selection of the catalog", [
         CATALOG,
         takes("--name", types.name),
-        takes("--task", "selections/*/tasks/*", optional=True, many=True, metavar="ID"),
-        takes("--source", "selections/*/sources/*", optional=True, many=True, metavar="SOURCE_ID"),
-        takes("--limit", "selections/*/limit", optional=True, metavar="N"),
+        takes("--task", "selections/*/tasks/*", "keep this task (repeatable)", optional=True,
+              many=True, metavar="ID"),
+        takes("--source", "selections/*/sources/*", "keep tasks of this source (repeatable)",
+              optional=True, many=True, metavar="SOURCE_ID"),
+        takes("--limit", "selections/*/limit", "the first N selected tasks", optional=True,
+              metavar="N"),
         *STRATIFIED,
         takes("--frozen", "selections/*/frozen", "record each member's digests (needs --digests)",
               optional=True, default=False),
