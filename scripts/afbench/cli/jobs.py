@@ -39,7 +39,7 @@ executed_job_folders = _later(".actions", "executed_job_folders")
 import_run = _later(".actions", "import_run")
 plan_power = _later(".actions", "plan_power")
 render_figures = _later(".actions", "render_figures")
-render_report = _later(".actions", "render_report")  # the render-report job
+render_report = _later(".actions", "render_report")  # render-report: it takes the parsed values
 verified_entries = _later(".actions", "verified_entries")
 
 
