@@ -273,6 +273,7 @@ def render_report(
     *,
     sequential_path: Path | None = None,
     history: dict | None = None,
+    pass_at_k_paths: list[Path] | tuple = (),
 ) -> None:
     """The analysis and the HTML report, written together, the HTML embedding each figure.
     `figure_paths`: the figures render_figures drew, read; None: drawn here and written too,
@@ -280,7 +281,9 @@ def render_report(
     ledger, shown beside its ceiling; `sequential_path`: the sealed comparison's decision
     record (afbench.sequential.run_step), shown with each run's check against the plan;
     `history`: the other revisions' store partitions, the comparable subsets and the runs'
-    outcomes a history across revisions is made from (report_history), or None for none."""
+    outcomes a history across revisions is made from (report_history), or None for none;
+    `pass_at_k_paths`: the runs' pass@k (afbench.passk), shown beside them, not in the
+    analysis."""
     from ..analysis import analyse
     from ..artifacts import tool_versions
     from ..report import render
@@ -289,6 +292,16 @@ def render_report(
         summary_path, import_paths, catalog_path, receipt_path
     )
     runs = [kinds.RUN_SUMMARY.read(path) for path in run_paths]
+    pass_at_k = [kinds.PASS_AT_K.read(path) for path in pass_at_k_paths]
+    for path, record in zip(pass_at_k_paths, pass_at_k, strict=True):
+        if record["run"] not in {run["run"] for run in runs}:
+            raise AfbenchError(
+                "the pass@k of a run the report is not given",
+                file=str(path),
+                field="run",
+                expected=" / ".join(run["run"] for run in runs) or "a run given with --run",
+                found=record["run"],
+            )
     analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, confidence)
     beside = {}
     if ledger_path is not None:
@@ -352,7 +365,7 @@ def render_report(
         [
             *drawn,
             json_output(analysis_path, analysis),
-            (Path(html), render(analysis, provenance, figures).encode()),
+            (Path(html), render(analysis, provenance, figures, pass_at_k).encode()),
         ],
         about=analysis,
     )

@@ -1049,6 +1049,7 @@ def _render_report_args(p):
     )
     p.add_argument("--anatomy", help="the official failure anatomy", **FILE)
     p.add_argument("--run-anatomy", help="a local run's failure anatomy (repeatable)", **FILES)
+    p.add_argument("--pass-at-k", help="a local run's pass@k (repeatable)", **FILES)
     p.add_argument("--task-table", help="the task table (at most once)", **FILES)
     p.add_argument("--comparisons", help="the comparisons across revisions (at most once)", **FILES)
     p.add_argument(
@@ -1112,6 +1113,7 @@ def render_report_job(args):
         args.comparisons[0] if args.comparisons else None,
         sequential_path=args.sequential_run,
         history=history,
+        pass_at_k_paths=args.pass_at_k,
     )
 
 
@@ -1213,6 +1215,26 @@ def analyse_run_failures(args):
     summary = RUN_SUMMARY.read(args.summary)
     rows = read_outcome_rows(args.outcomes)
     write_json(args.output, local_anatomy(summary, rows, str(args.outcomes)))
+
+
+def _pass_at_k_args(p):
+    p.add_argument("--summary", required=True, help="the run's summary.json", **FILE)
+    p.add_argument("--attempts", required=True, help="the run's attempts.csv", **FILE)
+    p.add_argument("--catalog", required=True, help="the catalog: each task's source", **FILE)
+    p.add_argument("--confidence", required=True, type=setting("report/confidence"))
+    _output(p)
+
+
+def pass_at_k(args):
+    from ..kinds import CATALOG, RUN_SUMMARY
+    from ..passk import read_attempt_rows, run_pass_at_k
+
+    summary = RUN_SUMMARY.read(args.summary)
+    rows = read_attempt_rows(args.attempts)
+    catalog = CATALOG.read(args.catalog)
+    write_json(
+        args.output, run_pass_at_k(summary, rows, str(args.attempts), catalog, args.confidence)
+    )
 
 
 def _analyse_tasks_args(p):
@@ -1561,6 +1583,11 @@ JOBS: dict[str, Job] = {
         "why a local run's tasks failed, one class each (advisory infrastructure classes)",
         _analyse_run_failures_args,
         analyse_run_failures,
+    ),
+    "pass-at-k": Job(
+        "pass@k of a run's configurations from its attempts, clustered over sources",
+        _pass_at_k_args,
+        pass_at_k,
     ),
     "analyse-tasks": Job(
         "the task table (solves, discrimination, difficulty) and the discriminative subset",
