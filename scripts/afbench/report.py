@@ -126,7 +126,7 @@ def _folded_table(
 
 
 def render(
-    analysis: dict, provenance: dict, figures: dict[str, str], pass_at_k: list[dict] = ()
+    analysis: dict, provenance: dict, figures: dict[str, str], pass_at_k: list[dict] | tuple = ()
 ) -> str:
     """The report's HTML; `pass_at_k`: the local runs' pass@k records (afbench.passk)."""
     release = analysis["release"]
