@@ -132,7 +132,8 @@ def demo_upstream(tmp_path_factory) -> Path:
 
 def local_run(cfg: dict, demo_yaml: dict, upstream: Path, name: str) -> Path:
     """One of the demo config's local runs, imported and analysed as the workflow's
-    select_tasks, checksum_tasks, import_run and analyse_run_failures do; its folder."""
+    select_tasks, checksum_tasks, import_run, analyse_run_failures and pass_at_k do; its
+    folder."""
     rev, run = revision_dir(cfg), demo_yaml["runs"][name]
     chosen = run["selection"]
     selection = rev / f"tasks/selections/{chosen}.json"
@@ -161,6 +162,11 @@ def local_run(cfg: dict, demo_yaml: dict, upstream: Path, name: str) -> Path:
     job(
         *["analyse-run-failures", f"--summary={out / 'summary.json'}"],
         *[f"--outcomes={out / 'outcomes.csv'}", f"--output={out / 'failure-anatomy.json'}"],
+    )
+    job(
+        *["pass-at-k", f"--summary={out / 'summary.json'}", f"--attempts={out / 'attempts.csv'}"],
+        *[f"--catalog={rev / 'tasks/catalog.json'}", "--confidence=0.95"],
+        f"--output={out / 'pass-at-k.json'}",
     )
     return out
 
@@ -191,6 +197,7 @@ def demo_report_as_the_pipeline_renders_it(
         *[*figures, f"--html={html}", f"--analysis={rev / 'report/analysis.json'}", anatomy],
         *[f"--run-anatomy={run / 'failure-anatomy.json'}" for run in runs],
         f"--task-table={imports / 'task-table.json'}",
+        *[f"--pass-at-k={run / 'pass-at-k.json'}" for run in runs],
     )
     return html
 

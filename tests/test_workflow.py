@@ -928,8 +928,8 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     }
     snakemake(root, *args)
 
-    # a local run added: its import, the report and the audit; the figures do not show local
-    # runs, so they are not redrawn
+    # a local run added: its import, its failure anatomy and pass@k, the report and the audit;
+    # the figures do not show local runs, so they are not redrawn
     verdicts = mirror.parent / "verdicts"
     verdicts.mkdir()
     (verdicts / "v.json").write_text(
@@ -951,6 +951,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     assert planned(root, *args) == {
         "import_run": 1,
         "analyse_run_failures": 1,
+        "pass_at_k": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "store_results": 1,

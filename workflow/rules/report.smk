@@ -64,6 +64,7 @@ rule render_report:
                 options("run-anatomy", input.run_anatomy),
                 options("task-table", input.task_table),
                 options("comparisons", input.comparisons),
+                options("pass-at-k", input.pass_at_k),
             ]
         ),
         history=setting("history", "report/history"),

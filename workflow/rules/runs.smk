@@ -68,6 +68,32 @@ rule import_run:
         )
 
 
+rule pass_at_k:
+    """pass@k of each configuration of a run (configured or executed), from its attempts:
+    the unbiased estimator per task, its interval clustered over the tasks' sources."""
+    input:
+        summary=f"{run_dir('{name}')}/summary.json",
+        attempts=f"{run_dir('{name}')}/attempts.csv",
+        catalog=CATALOG,
+    output:
+        pass_at_k_file("{name}"),
+    log:
+        f"{LOGS}/pass_at_k/{{name}}.log",
+    wildcard_constraints:
+        name="|".join(
+            re.escape(n)
+            for n in [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]
+        )
+        or "^$",
+    localrule: True
+    conda:
+        AFBENCH_ENV
+    params:
+        confidence=setting("confidence", "report/confidence"),
+    shell:
+        shell_line("pass-at-k", "summary", "attempts", "catalog", "confidence", "output=output")
+
+
 rule runs:
     """Target: every configured local run imported."""
     input:

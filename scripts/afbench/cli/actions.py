@@ -263,7 +263,8 @@ def render_report(given) -> None:
     beside its ceiling; `sequential_run`: the sealed comparison's decision record
     (afbench.sequential.run_step), shown with each run's check against the plan; `history`:
     a history across revisions, from the other revisions' store partitions, the comparable
-    subsets and the runs' outcomes (report_history)."""
+    subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
+    (afbench.passk), shown beside them, not in the analysis."""
     if len(given.task_table) > 1:
         raise AfbenchError("one task table at most", field="--task-table")
     if len(given.comparisons) > 1:
@@ -285,6 +286,16 @@ def render_report(given) -> None:
     )
     run_paths = given.run
     runs = [kinds.RUN_SUMMARY.read(path) for path in run_paths]
+    pass_at_k = [kinds.PASS_AT_K.read(path) for path in given.pass_at_k]
+    for path, record in zip(given.pass_at_k, pass_at_k, strict=True):
+        if record["run"] not in {run["run"] for run in runs}:
+            raise AfbenchError(
+                "the pass@k of a run the report is not given",
+                file=str(path),
+                field="run",
+                expected=" / ".join(run["run"] for run in runs) or "a run given with --run",
+                found=record["run"],
+            )
     analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, given.confidence)
     beside = {}
     if given.ledger is not None:
@@ -354,7 +365,7 @@ def render_report(given) -> None:
         [
             *drawn,
             json_output(given.analysis, analysis),
-            (html, render(analysis, provenance, figures).encode()),
+            (html, render(analysis, provenance, figures, pass_at_k).encode()),
         ],
         about=analysis,
     )

@@ -611,6 +611,18 @@ def analyse_run_failures(args):
     write_json(args.output, local_anatomy(summary, rows, str(args.outcomes)))
 
 
+def pass_at_k(args):
+    from ..kinds import CATALOG, RUN_SUMMARY
+    from ..passk import read_attempt_rows, run_pass_at_k
+
+    summary = RUN_SUMMARY.read(args.summary)
+    rows = read_attempt_rows(args.attempts)
+    catalog = CATALOG.read(args.catalog)
+    write_json(
+        args.output, run_pass_at_k(summary, rows, str(args.attempts), catalog, args.confidence)
+    )
+
+
 def analyse_tasks(args):
     from ..errors import AfbenchError
     from ..fsutil import json_output, sha256_bytes, write_outputs

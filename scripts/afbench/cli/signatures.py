@@ -418,6 +418,8 @@ SIGNATURES: dict[str, Verb] = {
         reads("--run-anatomy", "RUN_FAILURE_ANATOMY",
               "a local run's failure anatomy (repeatable; with --anatomy)", optional=True,
               many=True),
+        reads("--pass-at-k", "PASS_AT_K", "a local run's pass@k (repeatable)", optional=True,
+              many=True),
         reads("--task-table", "TASK_TABLE",
               "the task table (afbench job analyse-tasks; at most once)", optional=True, many=True),
         reads("--comparisons", "CROSS_REVISION", optional=True, many=True,
@@ -443,6 +445,13 @@ SIGNATURES: dict[str, Verb] = {
         reads("--summary", "RUN_SUMMARY", "the run's summary.json"),
         reads("--outcomes", "OUTCOMES", "the run's outcomes.csv"),
         writes("--output", "RUN_FAILURE_ANATOMY"),
+    ]),
+    "pass-at-k": Verb("pass@k of each configuration of a run, clustered over its sources", [
+        reads("--summary", "RUN_SUMMARY", "the run's summary.json"),
+        reads("--attempts", "ATTEMPTS", "the run's attempts.csv"),
+        CATALOG,
+        takes("--confidence", "report/confidence"),
+        writes("--output", "PASS_AT_K"),
     ]),
     "analyse-tasks": Verb(
         "the task table (solves, discrimination, difficulty) and the discriminative subset", [
