@@ -1007,9 +1007,3 @@ def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
         if not dominated:
             frontier.append(name)
     return sorted(frontier, key=lambda n: points[n][0])
-
-
-def letters_text(letters: list[str]) -> str:
-    """A model's letters as one cell: run together ('ab'), or with spaces when some letter has
-    more than one character (past 'z': 'z aa')."""
-    return ("" if all(len(x) == 1 for x in letters) else " ").join(letters)
