@@ -171,10 +171,10 @@ def _imports(name: str, paths: list[Path], root: Path = PACKAGE) -> set[str]:
                 if node.level:
                     base = package[: len(package) - node.level + 1]
                     stem = [*base, *(node.module.split(".") if node.module else [])]
-                    targets = [[*stem, alias.name] for alias in node.names] + [stem]
+                    targets = [[*stem, alias.name] for alias in node.names]
                 elif node.module and node.module.split(".")[0] == "afbench":
                     stem = node.module.split(".")[1:]
-                    targets = [[*stem, alias.name] for alias in node.names] + [stem]
+                    targets = [[*stem, alias.name] for alias in node.names]
             elif isinstance(node, ast.Import):
                 targets = [
                     alias.name.split(".")[1:]
@@ -187,7 +187,10 @@ def _imports(name: str, paths: list[Path], root: Path = PACKAGE) -> set[str]:
                 if target[0] == "kinds":
                     out.add("kinds")
                     continue
-                for size in (2, 1):
+                # the longest module the name starts with: `from . import say` in cli imports
+                # cli.say (not the package), `from . import tell` the package cli, whose name
+                # tell is
+                for size in range(len(target), 0, -1):
                     dotted = ".".join(target[:size])
                     if dotted in known:
                         out.add(dotted)
@@ -248,6 +251,50 @@ def test_the_import_reader_sees_imports_inside_functions(tmp_path):
         "    import afbench.cli.jobs\n"
     )
     assert _imports("probe", [probe], root) == {"runs", "analysis", "cli.jobs"}
+
+
+def _import_cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One cycle of `graph` (module -> the modules it imports) as [a, b, ..., a], or []."""
+    done: set[str] = set()
+    for start in sorted(graph):
+        path, on_path = [start], {start}
+        stack = [iter(sorted(graph[start]))]
+        while stack:
+            following = next(stack[-1], None)
+            if following is None:
+                stack.pop()
+                done.add(path[-1])
+                on_path.discard(path.pop())
+            elif following in on_path:
+                return [*path[path.index(following) :], following]
+            elif following not in done:
+                path.append(following)
+                on_path.add(following)
+                stack.append(iter(sorted(graph.get(following, ()))))
+    return []
+
+
+def test_the_package_s_imports_have_no_cycle():
+    """Each shared fact has one home, in the lower of the modules that need it: no module
+    imports, at the top or inside a function, a module that imports it back."""
+    graph = {name: _imports(name, paths) for name, paths in _modules().items()}
+    cycle = _import_cycle(graph)
+    assert cycle == [], "import cycle: " + " -> ".join(cycle)
+
+
+def test_the_cycle_check_finds_a_cycle_taken_inside_a_function(tmp_path):
+    root = tmp_path / "afbench"
+    root.mkdir()
+    (root / "low.py").write_text("from .errors import AfbenchError\n")
+    (root / "errors.py").write_text("")
+    (root / "high.py").write_text("from .low import x\n")
+    (root / "middle.py").write_text("def f():\n    from .high import y\n")
+    graph = {name: _imports(name, paths, root) for name, paths in _modules(root).items()}
+    assert _import_cycle(graph) == []
+    (root / "low.py").write_text("def g():\n    from . import middle\n")
+    (root / "high.py").write_text("from .low import x\nfrom .middle import z\n")
+    graph = {name: _imports(name, paths, root) for name, paths in _modules(root).items()}
+    assert _import_cycle(graph) == ["high", "low", "middle", "high"]
 
 
 MODULE_TESTS = "| module | its tests |"

@@ -272,7 +272,7 @@ def seed_commands(tree: prop.WriteTree, out: Path, checkout: Path) -> dict[str, 
         ),
         "demo generate": (
             ["demo", "generate", "--out", out / "demo-release"],
-            [rf"demo release -> 14 files in {out}/demo-release"],
+            [rf"demo release -> 13 files in {out}/demo-release"],
         ),
         "demo repo": (
             ["demo", "repo", "--release-files", prop.DEMO_RELEASE, "--out", out / "upstream"],

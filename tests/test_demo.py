@@ -142,8 +142,34 @@ def test_committed_demo_release_is_what_the_generator_writes(release_files):
         for p in (REPO / "resources/demo-release").rglob("*")
         if p.is_file()
     }
-    assert committed == release_files
+    # all but the exporter, which the build commits from afbench/demo_exporter.py
+    assert committed == {p: b for p, b in release_files.items() if p != "harbor/export.py"}
     assert demo.generate_release() == release_files  # deterministic
+
+
+def test_the_release_s_exporter_is_the_package_s_module_committed_by_the_build(tmp_path):
+    """harbor/export.py has one copy, afbench/demo_exporter.py: the release folder holds only
+    what the generator makes, the build commits the module's bytes with it, and a folder that
+    holds another exporter is refused (one line naming it) before anything is built."""
+    assert not (RELEASE / "harbor/export.py").exists()
+    module = REPO / "scripts/afbench/demo_exporter.py"
+    assert demo.generate_release()["harbor/export.py"] == module.read_bytes()
+    out = tmp_path / "demo"
+    demo.build_repository(RELEASE, out)
+    committed = subprocess.run(
+        ["git", "-C", str(out), "show", "HEAD:harbor/export.py"], capture_output=True, check=True
+    )
+    assert committed.stdout == module.read_bytes()
+    assert (out / "harbor/export.py").read_bytes() == module.read_bytes()
+    mine = tmp_path / "mine"
+    (mine / "harbor").mkdir(parents=True)
+    (mine / "MANIFEST.csv").write_bytes((RELEASE / "MANIFEST.csv").read_bytes())
+    (mine / "harbor/export.py").write_text("print('another exporter')\n")
+    code, err = cli("demo", "repo", "--release-files", mine, "--out", tmp_path / "built")
+    line = one_line(err)
+    assert code == 2 and f"{mine}/harbor/export.py" in line and "holds another" in line
+    assert f"sha256 {sha256_bytes(module.read_bytes())}" in line
+    assert not (tmp_path / "built").exists()
 
 
 def test_demo_release_has_the_official_scale_and_is_marked_synthetic(release_files):

@@ -177,6 +177,25 @@ def test_dropped_terms_are_summed_when_they_could_change_the_rounding():
         assert fast == expected, nats
 
 
+def test_exact_mcnemar_agrees_with_scipy_but_is_not_scipy_s_floats():
+    """scipy.stats.binom.cdf gives the same tail to 1e-10 (away from underflow: it loses digits
+    near 1e-290 and returns 0.0 below ~1e-299, where the exact sum does not), but not the same
+    floats: the demo's p-values would move in their last digits, which is why stats keeps its
+    own sum."""
+    from scipy.stats import binom
+
+    differing = 0
+    for n in [*range(1, 301), 999, 1000, 1001, 1500, 5000]:
+        ks = list(range(n // 2 + 1))
+        ours = mcnemar_exact_many([(k, n - k) for k in ks])
+        theirs = [min(1.0, 2 * float(c)) for c in binom.cdf(ks, n, 0.5)]
+        for k, a, b in zip(ks, ours, theirs, strict=True):
+            if b > 1e-250:  # nearer underflow scipy loses digits
+                assert a == pytest.approx(b, rel=1e-10, abs=0), (n, k)
+            differing += a != b
+    assert differing > 0
+
+
 def test_mcnemar_many_keeps_the_input_order_and_refuses_negative_counts():
     assert mcnemar_exact_many([(0, 6), (5, 5), (6, 0), (0, 0)]) == [2 / 64, 1.0, 2 / 64, 1.0]
     assert mcnemar_exact_many([]) == []

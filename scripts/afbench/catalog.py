@@ -567,13 +567,56 @@ def _stratified(catalog: dict, chosen: list[dict], stratified: dict) -> tuple[li
     }
 
 
+# a task's class is its most consequential change: what it asks, where it runs, how it is
+# graded, then what only describes it (the oracle's solution included: no agent sees it)
+PART_CLASS = {
+    "statement": "statement-changed",
+    "environment": "environment-changed",
+    "verifier": "verifier-changed",
+    "solution": "metadata-changed",
+    "metadata": "metadata-changed",
+}
+SEVERITY = ("statement-changed", "environment-changed", "verifier-changed", "metadata-changed")
+# catalog-only comparison (no exported content): which MANIFEST fields state the task
+STATING_FIELDS = ("target_declaration", "n_obligations")
+
+
+def compare_task(old: dict, new: dict, basis: str) -> dict:
+    """One task's class, the parts that changed and every changed file, task.toml table or
+    MANIFEST field."""
+    fields = [f for f in MANIFEST_FIELDS if old["row"][f] != new["row"][f]]
+    changed = [f"MANIFEST.csv:{field}" for field in fields]
+    parts: list[str] = []
+    if basis == "export":
+        before, after = old["export"], new["export"]
+        for part in PARTS:
+            if before["parts"][part] == after["parts"][part]:
+                continue
+            parts.append(part)
+            files = sorted(set(before["files"]) | set(after["files"]))
+            changed += [
+                f
+                for f in files
+                if (before["files"].get(f) or after["files"].get(f))["part"] == part
+                and before["files"].get(f) != after["files"].get(f)
+            ]
+        if fields and not parts:
+            parts.append("metadata")  # the MANIFEST row moved; the task's content did not
+    else:
+        if any(f in STATING_FIELDS for f in fields):
+            parts.append("statement")
+        if any(f not in STATING_FIELDS for f in fields):
+            parts.append("metadata")
+    classes = {PART_CLASS[p] for p in parts}
+    kind = next((c for c in SEVERITY if c in classes), "unchanged")
+    return {"class": kind, "parts": parts, "changed": changed}
+
+
 def freeze(selection: dict, digests: dict, earlier: dict | None) -> dict:
     """The selection frozen: each member's digests (content_digests) recorded. Against
     `earlier`, the same selection frozen on an earlier revision, every member must be the same
     task with the same content, or the selection is refused naming each member and what
-    changed (upgrade.compare_task)."""
-    from .upgrade import compare_task
-
+    changed (compare_task)."""
     if digests["release"]["revision"] != selection["release"]["revision"]:
         raise AfbenchError(
             "the task digests are of another release than the selection",

@@ -17,13 +17,10 @@ from .errors import AfbenchError, Problem, printable, raise_if
 from .fsutil import canonical_digest, canonical_json, read_regular_file
 
 # their home is settings (a job reads them at start-up, without this module); named here too
+from .settings import SCHEMA_JSON as SCHEMA_PATH
 from .settings import SOURCE_LOCATION, TRANSPORT_SETTINGS  # noqa: F401
 
 DATA = Path(__file__).resolve().parent / "data"
-# the schema as people write it, and the same as JSON, which every reader reads (it loads
-# faster, and jobs read no YAML: afbench.settings keeps the two equal)
-SCHEMA_SOURCE = DATA / "config.schema.yaml"
-SCHEMA_PATH = DATA / "config.schema.json"
 # The official release's pins and settings (config/config.yaml is a link to this file), used
 # by the CLI when no --config is given.
 OFFICIAL_CONFIG = DATA / "official.yaml"
@@ -47,13 +44,6 @@ MAX_CONFIG_BYTES = 1 << 20
 MAX_YAML_DEPTH = 64
 MAX_YAML_ALIASES = 1000
 MAX_YAML_VALUES = 200_000  # scalars and collections, counted with every alias expanded
-
-
-def _yaml_load(text: str):
-    """Plain YAML for our own packaged files (the schema)."""
-    import yaml
-
-    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 
 def _line(mark) -> str:

@@ -105,7 +105,8 @@ errors and design effects show it. Some rows have `stop_reason` `infrastructure_
 """
 
 # harbor/export.py of the release: a real exporter of Harbor 0.22.0 task directories for the
-# synthetic tasks (its source is demo_exporter.py beside this file, stored byte for byte).
+# synthetic tasks. Its one copy is demo_exporter.py beside this file: the release's folder
+# holds what the generator makes, and build_repository commits these bytes beside it.
 EXPORTER = (Path(__file__).with_name("demo_exporter.py")).read_bytes().decode()
 
 
@@ -126,8 +127,9 @@ def scaled_models(task_scale: int = 1, model_scale: int = 1) -> dict[str, int]:
 
 
 def generate_release(task_scale: int = 1, model_scale: int = 1) -> dict[str, bytes]:
-    """The demo release's files, path -> bytes. Pure and deterministic. The scales make
-    larger releases of the same shape for benchmarks (the demo is scale 1)."""
+    """The demo release's files, path -> bytes (its exporter, harbor/export.py, as the module
+    build_repository commits). Pure and deterministic. The scales make larger releases of the
+    same shape for benchmarks (the demo is scale 1)."""
     rng = random.Random(SEED)
     n_tasks, n_obligations = N_TASKS * task_scale, N_OBLIGATIONS * task_scale
     source_sizes = _partition(rng, n_tasks, N_SOURCES, 6)
@@ -292,12 +294,14 @@ def generate_upgrade(files: dict[str, bytes]) -> dict[str, bytes]:
 
 
 def write_release(out: Path, upgrade_out: Path | None = None) -> dict[str, bytes]:
-    """The demo release's files under `out` and, with `upgrade_out`, the files its second
-    revision changes there, written as one unit (fsutil.write_outputs)."""
+    """The demo release's files under `out` (but its exporter, which build_repository commits
+    from this package) and, with `upgrade_out`, the files its second revision changes there,
+    written as one unit (fsutil.write_outputs)."""
     from .fsutil import write_outputs
+    from .plan import EXPORTER as exporter
 
     files = generate_release()
-    outputs = [(Path(out) / rel, data) for rel, data in files.items()]
+    outputs = [(Path(out) / rel, data) for rel, data in files.items() if rel != exporter]
     if upgrade_out is not None:
         outputs += [
             (Path(upgrade_out) / rel, data) for rel, data in generate_upgrade(files).items()
@@ -393,20 +397,44 @@ def _check_out_folder(out: Path) -> None:
         )
 
 
+def _release_exporter(folder: Path) -> bytes:
+    """The exporter the release commits: afbench's own; a release folder may hold no other."""
+    from .fsutil import sha256_bytes
+    from .plan import EXPORTER as exporter
+
+    ours = EXPORTER.encode()
+    path = folder / exporter
+    found = path.read_bytes() if path.is_file() else None
+    if found is not None and found != ours:
+        raise AfbenchError(
+            "the demo release's exporter is afbench's own (afbench/demo_exporter.py), "
+            "committed by the build; this release folder holds another",
+            file=str(path),
+            expected=f"no file, or sha256 {sha256_bytes(ours)}",
+            found=f"sha256 {sha256_bytes(found)}",
+        )
+    return ours
+
+
 def build_repository(release_files: Path, out: Path, upgrade_files: Path | None = None) -> str:
     """A git repository at `out` whose commit holds `release_files` and, with `upgrade_files`,
     a second commit on top of it holding the release with those files replaced or added (its
-    second revision); returns the last commit, which main and the work tree are at.
+    second revision); returns the last commit, which main and the work tree are at. The first
+    commit holds the demo's exporter too (harbor/export.py: afbench's demo_exporter.py, byte
+    for byte).
 
     The commits are made with plumbing, fixed names and dates, so the same files always give
     the same hashes (the demo configs pin them). `out` must be new, empty, or an earlier demo
     repository without local changes (rebuilt in place); anything else is refused untouched.
     """
+    from .plan import EXPORTER as exporter
+
     release_files, out = Path(release_files), Path(out)
     folders = [release_files] + ([Path(upgrade_files)] if upgrade_files is not None else [])
     for folder in folders:
         if not folder.is_dir():
             raise AfbenchError("demo release folder not found", file=str(folder))
+    exporter_bytes = _release_exporter(release_files)
     _check_out_folder(out)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -426,9 +454,14 @@ def build_repository(release_files: Path, out: Path, upgrade_files: Path | None 
             "GIT_COMMITTER_EMAIL": AUTHOR[1],
             "GIT_COMMITTER_DATE": date,
         }
-        for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-            blob = _git(out, "hash-object", "-w", "--no-filters", "--stdin", data=path.read_bytes())
-            rel = path.relative_to(folder).as_posix()
+        files = {
+            path.relative_to(folder).as_posix(): path.read_bytes()
+            for path in sorted(p for p in folder.rglob("*") if p.is_file())
+        }
+        if commit is None:
+            files[exporter] = exporter_bytes
+        for rel, data in sorted(files.items()):
+            blob = _git(out, "hash-object", "-w", "--no-filters", "--stdin", data=data)
             _git(out, "update-index", "--add", "--cacheinfo", f"100644,{blob},{rel}")
         tree = _git(out, "write-tree")
         parents = ["-p", commit] if commit else []

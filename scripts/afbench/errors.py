@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable
 
 # Control characters, DEL, C1 controls, lone surrogates, line and paragraph separators: escaped
@@ -95,3 +96,17 @@ def raise_if(problems: list[Problem]) -> None:
 class NotHeld(Exception):
     """The command ran to its end and found that what it checks does not hold (an audit with a
     failed relation): the command line prints the message and exits 1, not 2 (bad input)."""
+
+
+def tell(text: str) -> None:
+    """One line on standard error, if it is open: with it closed from the start (2>&-,
+    sys.stderr is None, and print would write to standard output instead) or closed since
+    (EBADF, EPIPE), the line is lost but the exit status still says how the command ended."""
+    stream = sys.stderr
+    if stream is None:
+        return
+    try:
+        stream.write(text + "\n")
+        stream.flush()
+    except (OSError, ValueError):
+        pass

@@ -38,14 +38,17 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 from . import harbor, ledger, locking
 from .containers import engine_name, engine_problem, remove_leftovers
-from .errors import AfbenchError, Problem
+from .errors import AfbenchError
 from .fsutil import canonical_digest, parse_json_bytes, read_file_once
 from .kinds import TRIAL_RECEIPT
+
+# their home is ledger (which reads the receipts together); named here too
+from .ledger import one_per_trial, read_receipts, receipt_of_trial, trial_key  # noqa: F401
 
 # What every step gets from the job's own environment, when set: where programs are, whose
 # home and locale, where temporary files go, how to reach the container engine, and the proxy
@@ -882,86 +885,6 @@ def trial_receipt(
         outcome=outcome,
         round=None,
     )
-
-
-def trial_key(receipt: dict) -> tuple:
-    """Which trial a receipt is of: its release and selection, its task, its configuration (the
-    plan's agent and model) and its attempt."""
-    made = receipt["plan"]
-    return (
-        receipt["release"]["revision"],
-        made["selection"]["selection_sha256"],
-        receipt["task_id"],
-        made["agent"],
-        made["model"] or "",
-        receipt["attempt"],
-    )
-
-
-def receipt_of_trial(
-    receipt: dict, other: dict, other_file: str = "another receipt"
-) -> list[Problem]:
-    """A receipt beside another of the same trial (trial_key): the same content, or the
-    problem of the field they differ in (the outcome when they differ in it)."""
-    if receipt == other or trial_key(receipt) != trial_key(other):
-        return []
-    body = TRIAL_RECEIPT.body(other)
-    differ = [k for k in body if body[k] != receipt.get(k)]
-    field = "outcome" if "outcome" in differ else differ[0]
-    made = receipt["plan"]
-    model = f", model {made['model']}" if made["model"] else ""
-    shown = other[field]
-    return [
-        Problem(
-            f"two different receipts of one trial (task {receipt['task_id']}, agent "
-            f"{made['agent']}{model}, attempt {receipt['attempt']}): this one and {other_file}; "
-            "a trial has one receipt",
-            field=field,
-            expected=f"the other receipt's {field}"
-            + (f", {shown!r}" if isinstance(shown, str | int | float) else ""),
-            found=receipt.get(field),
-        )
-    ]
-
-
-def one_per_trial(read: Iterable[tuple[str, dict]]) -> list[tuple[str, dict]]:
-    """Trial receipts read together ((file, receipt) pairs, each read with TRIAL_RECEIPT.read):
-    one per trial (release, selection, task, configuration, attempt), in that order whatever
-    the order of the files. The same receipt twice (equal content) counts once; two different
-    receipts of one trial are refused, naming both files and the field they differ in (the
-    outcome when they differ in it), since which of them is the trial's is not for afbench to
-    guess. Their costs (each finite and >= 0, as the kind reads them) must add up to a finite
-    number of USD: a sum beyond a float's range is refused at the file that overflows it."""
-    kept: dict[tuple, tuple[str, dict]] = {}
-    for file, receipt in sorted(read, key=lambda pair: pair[0]):
-        key = trial_key(receipt)
-        if key not in kept:
-            kept[key] = (file, receipt)
-            continue
-        first_file, first = kept[key]
-        differing = receipt_of_trial(receipt, first, first_file)
-        if differing:
-            differing[0].file = file
-            raise AfbenchError(problems=differing)
-    ordered = [kept[key] for key in sorted(kept)]
-    total = 0.0
-    for file, receipt in ordered:
-        for i, trial in enumerate(receipt["trials"]):
-            total += trial["cost_usd"] or 0.0
-            if not math.isfinite(total):
-                raise AfbenchError(
-                    "the trials' costs add up beyond a float's range",
-                    file=file,
-                    field=f"trials[{i}].cost_usd",
-                    expected="costs whose sum is a finite number of USD",
-                    found=trial["cost_usd"],
-                )
-    return ordered
-
-
-def read_receipts(paths: Iterable[Path | str]) -> list[dict]:
-    """The trial receipts at `paths`, read together (one_per_trial)."""
-    return [r for _, r in one_per_trial((str(p), TRIAL_RECEIPT.read(p)) for p in paths)]
 
 
 # --- the guard of `snakemake execute` ---------------------------------------------------------

@@ -98,7 +98,7 @@ def one_condition(root, conditions: list[str], budgets: list[float]) -> tuple:
 
 # --- the paper table --------------------------------------------------------------------------
 def _rows(analysis: dict) -> list[dict]:
-    from .stats import letters_text
+    from .report import letters_text
 
     cost = {m["model"]: m for m in analysis["cost_success"]["models"]}
     rows = []
@@ -349,7 +349,7 @@ def _model_info(name: str, model_id: str, details: dict) -> dict:
 
 def official_record(analysis: dict, protocol: dict, row: dict, stamp: int) -> dict:
     """One official model's aggregate record: documentation (the authors' reported numbers)."""
-    from .stats import letters_text
+    from .report import letters_text
 
     release = analysis["release"]
     condition, budget = analysis["source_condition"], analysis["budget_usd"]

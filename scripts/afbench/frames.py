@@ -523,7 +523,7 @@ def typed(rows: list[dict] | pd.DataFrame, table: str) -> pd.DataFrame:
 def _values(records: list[dict], columns: list[Column]) -> dict[str, list]:
     """Each column's values from records of a declared shape (read through it: every key
     there, of its type), the letter displays as their text."""
-    from .stats import letters_text
+    from .report import letters_text
 
     out = {}
     for c in columns:

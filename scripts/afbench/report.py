@@ -430,9 +430,13 @@ def smallest_p_text(paired: dict, alpha: float) -> str:
     )
 
 
-def _tier(letters: list[str], leader: bool) -> str:
-    from .stats import letters_text
+def letters_text(letters: list[str]) -> str:
+    """A model's letters as one cell: run together ('ab'), or with spaces when some letter has
+    more than one character (past 'z': 'z aa'); the frames and the exports show them so too."""
+    return ("" if all(len(x) == 1 for x in letters) else " ").join(letters)
 
+
+def _tier(letters: list[str], leader: bool) -> str:
     return letters_text(letters) + (" ★" if leader else "")
 
 

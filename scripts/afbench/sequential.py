@@ -552,7 +552,7 @@ def design(
 
 # --- after each batch -------------------------------------------------------------------------
 def _check_outcomes(outcomes: Sequence[Mapping], order: Sequence[str]) -> dict[str, Mapping]:
-    from .runs import OUTCOMES
+    from .kinds.runs import OUTCOME_VALUES as OUTCOMES
 
     planned = set(order)
     found: dict[str, Mapping] = {}

@@ -18,7 +18,10 @@ import re
 from collections.abc import Callable
 from functools import cache
 
-# a plain path: pathlib is not imported for a job's --help (SCHEMA_JSON is the Path of it)
+# plain paths: pathlib is not imported for a job's --help (SCHEMA_JSON is the Path of it). The
+# schema as people write it (YAML), and the same as JSON, which every reader reads (it loads
+# faster, and jobs read no YAML: schema_as_json keeps the two equal)
+_SCHEMA_YAML = os.path.join(os.path.dirname(__file__), "data", "config.schema.yaml")
 _SCHEMA_JSON = os.path.join(os.path.dirname(__file__), "data", "config.schema.json")
 
 # the keywords a setting's schema may hold, each honoured by check() (or only a note)
@@ -69,13 +72,19 @@ def schema() -> dict:
         return json.load(schema_file)
 
 
+def yaml_load(text: str):
+    """Plain YAML for our own packaged files (the schema)."""
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
 def schema_as_json() -> str:
     """The YAML schema, as data/config.schema.json holds it."""
     import json
 
-    from .config import SCHEMA_SOURCE, _yaml_load
-
-    source = _yaml_load(SCHEMA_SOURCE.read_text(encoding="utf-8"))
+    with open(_SCHEMA_YAML, encoding="utf-8") as source_file:
+        source = yaml_load(source_file.read())
     return json.dumps(source, indent=1, ensure_ascii=False) + "\n"
 
 

@@ -1,9 +1,13 @@
 """Statistics for binary per-task outcomes: intervals (Wilson, clustered over sources), exact
 paired tests (over tasks, and a sign-flip randomisation over sources), letter displays, power
 and stratified selection. Pure functions on numbers, lists and bitsets, standard library only:
-job processes import this module and must stay lean (no pandas, no numpy, no scipy: the t
-quantile of a clustered interval is computed here, exact to 1e-12, because importing
-scipy.special cost the report jobs more CPU than the rest of their analysis)."""
+job processes import this module and must stay lean (no pandas, no numpy, no scipy). The t
+quantile of a clustered interval and the exact binomial tail of McNemar's test are computed
+here, not taken from scipy (special.stdtrit, stats.binom.cdf / binomtest), for two measured
+reasons: scipy's floats differ from the exact ones in the last digits (the demo's analysis
+would change: 8 of its 36 p-values and its t quantile), and importing scipy.special costs a
+job ~0.4 s of CPU (scipy.stats ~0.85 s) where the whole report job takes ~0.15 s, of which these
+functions ~6 ms. The normal quantile is the standard library's (statistics.NormalDist)."""
 
 from __future__ import annotations
 
@@ -1045,9 +1049,3 @@ def pareto_frontier(points: dict[str, tuple[float, float]]) -> list[str]:
         if not dominated:
             frontier.append(name)
     return sorted(frontier, key=lambda n: points[n][0])
-
-
-def letters_text(letters: list[str]) -> str:
-    """A model's letters as one cell: run together ('ab'), or with spaces when some letter has
-    more than one character (past 'z': 'z aa')."""
-    return ("" if all(len(x) == 1 for x in letters) else " ").join(letters)

@@ -14,22 +14,12 @@ from __future__ import annotations
 
 import re
 
-from .catalog import MANIFEST_FIELDS, PARTS, select_tasks
+from .catalog import compare_task, select_tasks
 from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest
 from .kinds import SELECTION, UPGRADE_DIFF, UPGRADE_PLAN
 from .kinds.upgrade import CHANGE_CLASSES as CLASSES
 
-# a task's class is its most consequential change: what it asks, where it runs, how it is
-# graded, then what only describes it (the oracle's solution included: no agent sees it)
-PART_CLASS = {
-    "statement": "statement-changed",
-    "environment": "environment-changed",
-    "verifier": "verifier-changed",
-    "solution": "metadata-changed",
-    "metadata": "metadata-changed",
-}
-SEVERITY = ("statement-changed", "environment-changed", "verifier-changed", "metadata-changed")
 # what a class asks of old results, in Harbor's vocabulary (job_diff.DiffAction, and drop)
 ACTION = {
     "unchanged": "reuse",
@@ -41,8 +31,6 @@ ACTION = {
     "removed": "drop",
 }
 RANK = {"reuse": 0, "regrade": 1, "rerun": 2}
-# catalog-only comparison (no exported content): which MANIFEST fields state the task
-STATING_FIELDS = ("target_declaration", "n_obligations")
 # semver.org's regular expression for a semantic version (Harbor parses with semver.Version)
 SEMVER = re.compile(
     r"^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
@@ -68,37 +56,6 @@ PLAN_NOTE = (
 def _basis(previous: dict, current: dict) -> str:
     both = previous["export"]["exported"] and current["export"]["exported"]
     return "export" if both else "manifest"
-
-
-def compare_task(old: dict, new: dict, basis: str) -> dict:
-    """One task's class, the parts that changed and every changed file, task.toml table or
-    MANIFEST field."""
-    fields = [f for f in MANIFEST_FIELDS if old["row"][f] != new["row"][f]]
-    changed = [f"MANIFEST.csv:{field}" for field in fields]
-    parts: list[str] = []
-    if basis == "export":
-        before, after = old["export"], new["export"]
-        for part in PARTS:
-            if before["parts"][part] == after["parts"][part]:
-                continue
-            parts.append(part)
-            files = sorted(set(before["files"]) | set(after["files"]))
-            changed += [
-                f
-                for f in files
-                if (before["files"].get(f) or after["files"].get(f))["part"] == part
-                and before["files"].get(f) != after["files"].get(f)
-            ]
-        if fields and not parts:
-            parts.append("metadata")  # the MANIFEST row moved; the task's content did not
-    else:
-        if any(f in STATING_FIELDS for f in fields):
-            parts.append("statement")
-        if any(f not in STATING_FIELDS for f in fields):
-            parts.append("metadata")
-    classes = {PART_CLASS[p] for p in parts}
-    kind = next((c for c in SEVERITY if c in classes), "unchanged")
-    return {"class": kind, "parts": parts, "changed": changed}
 
 
 def harbor_action(previous: str | None, current: str | None, changed: bool) -> tuple[str, str]:

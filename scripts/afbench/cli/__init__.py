@@ -21,7 +21,7 @@ import re
 import signal
 import sys
 
-from ..errors import AfbenchError, NotHeld, printable
+from ..errors import AfbenchError, NotHeld, printable, tell
 
 DESCRIPTION = (
     "Reproducible, auditable tools for the AutoformBench benchmark: fetch and verify the pinned "
@@ -246,20 +246,6 @@ def _stop_signals():
         for number, handler in previous.items():
             with contextlib.suppress(KeyboardInterrupt):  # one arriving now: the command is done
                 signal.signal(number, handler)
-
-
-def tell(text: str) -> None:
-    """One line on standard error, if it is open: with it closed from the start (2>&-,
-    sys.stderr is None, and print would write to standard output instead) or closed since
-    (EBADF, EPIPE), the line is lost but the exit status still says how the command ended."""
-    stream = sys.stderr
-    if stream is None:
-        return
-    try:
-        stream.write(text + "\n")
-        stream.flush()
-    except (OSError, ValueError):
-        pass
 
 
 def _shown(paths: list[str]) -> str:

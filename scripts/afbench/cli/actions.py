@@ -38,7 +38,7 @@ def compare_models(
     from ..errors import raise_if
     from ..official import read_outcomes
     from ..release import stale_imports
-    from ..stats import letters_text
+    from ..report import letters_text
 
     read = [(str(path), reduced(read_outcomes(path))) for path in imports]
     if verified:

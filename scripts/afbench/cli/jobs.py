@@ -669,9 +669,8 @@ def _built_plan(args: argparse.Namespace) -> dict:
 def _write_status_page(args: argparse.Namespace) -> None:
     """The status page after this trial: what it shows is not the trial's result, so a page
     that cannot be written is said on standard error and the trial's receipt stands."""
-    from ..errors import AfbenchError
+    from ..errors import AfbenchError, tell
     from ..watch import rewrite_status_page, snapshot
-    from . import tell
 
     def look() -> dict:
         return snapshot(

@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable
 
 from .. import kinds
-from ..errors import printable
+from ..errors import printable, tell
 
 MAX_LINE = 1000  # characters of one line (a long list of paths or models is clipped)
 MAX_NAMED = 6  # models or paths named in one line before "and N more"
@@ -23,8 +23,6 @@ MAX_NAMED = 6  # models or paths named in one line before "and N more"
 def listener(quiet: bool) -> Callable[[object, list[str]], None]:
     """The fsutil listener of one command: prints each line at once (so a long command shows
     what it has done so far), or nothing with `quiet`."""
-
-    from . import tell
 
     def said(about: object, paths: list[str]) -> None:
         if not quiet:  # with standard error closed, the outputs are written anyway
