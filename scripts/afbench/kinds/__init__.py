@@ -186,6 +186,11 @@ class Shape(_Declaration):
                 return f
         raise KeyError(f"{self.name} has no field {name!r}")
 
+    def take(self, *names: str) -> tuple[Field, ...]:
+        """These fields, as declared here: for a shape made of another's fields (a failed
+        task is some of its per-task result's), so that each is declared once."""
+        return tuple(map(self.field, names))
+
     def row(self, **values: object) -> dict:
         """A record of this shape from its fields by name (none missing, none extra), in the
         declared order."""
@@ -371,6 +376,10 @@ class Table(_Declaration):
             if f.name == name:
                 return f
         raise KeyError(f"{self.name} has no column {name!r}")
+
+    def take(self, *names: str) -> tuple[Field, ...]:
+        """These columns' fields, as declared here (Shape.take)."""
+        return tuple(map(self.field, names))
 
     def dtypes(self) -> dict[str, object]:
         return {f.name: f.dtype for f in self.fields}
