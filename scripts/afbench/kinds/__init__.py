@@ -126,8 +126,8 @@ class Field(_Declaration):
         time: bool = False,
         pattern: str | None = None,
     ) -> None:
-        if pattern is not None and (type is not str or pattern not in _FORMS):
-            raise TypeError(f"field {name!r}: a pattern is a declared form of text (_FORMS)")
+        if pattern is not None and (type is not str or pattern not in FORMS):
+            raise TypeError(f"field {name!r}: a pattern is a declared form of text (FORMS)")
         self._set(
             name=name,
             type=type,
@@ -161,6 +161,8 @@ class Field(_Declaration):
 UTC_TIME = "datetime64[us, UTC]"
 # a SHA-256 digest as afbench writes every one: 64 lowercase hexadecimal digits
 SHA256 = "[0-9a-f]{64}"
+# a name afbench makes a file or folder of (a Harbor job's, a run's): fsutil.SAFE_NAME
+SAFE_NAME = "[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _DTYPES = {str: "string", int: "Int64", float: "Float64", bool: "boolean"}
 
 
@@ -537,8 +539,11 @@ def _present(records: list[dict], name: str) -> list:
     return [r[name] for r in records if name in r]
 
 
-_FORMS = {SHA256: "a SHA-256 digest (64 lowercase hexadecimal digits)"}
-_LEAST_OF_FORM = {SHA256: "0" * 64}
+FORMS = {
+    SHA256: "a SHA-256 digest (64 lowercase hexadecimal digits)",
+    SAFE_NAME: "a name of letters, digits, '_', '.' and '-', not starting with '.' or '-'",
+}
+_LEAST_OF_FORM = {SHA256: "0" * 64, SAFE_NAME: "0"}
 _JSON_TYPE = {
     str: "string",
     int: "integer",
@@ -600,7 +605,7 @@ def _one(value: object, spec: _Spec, file: str, field: str) -> None:
             "artifact field is not of its declared form",
             file=file,
             field=field or None,
-            expected=_FORMS.get(spec.pattern.pattern, f"text matching {spec.pattern.pattern}"),
+            expected=FORMS.get(spec.pattern.pattern, f"text matching {spec.pattern.pattern}"),
             found=value,
         )
     of = spec.of
@@ -701,6 +706,7 @@ __all__ = [
     "CROSS_REVISION",
     "DISCOVERY",
     "FAILURE_ANATOMY",
+    "FORMS",
     "KINDS",
     "MODEL_IMPORT",
     "OFFICIAL_REFERENCE",
@@ -713,6 +719,7 @@ __all__ = [
     "RUN_FAILURE_ANATOMY",
     "RUN_PLAN",
     "RUN_SUMMARY",
+    "SAFE_NAME",
     "SELECTION",
     "SEQUENTIAL_DECISION",
     "SEQUENTIAL_RUN",
