@@ -209,9 +209,52 @@ class Shape(_Declaration):
             raise TypeError(f"{self.name}: columns of different lengths")
         return list(map(_maker(names), *in_order))
 
+    def view(self, record: dict | View) -> View:
+        """`record` (already read through this shape) with its fields as attributes."""
+        return View(self, record)
+
     def check(self, data: object, file: str, where: str = "") -> None:
         """Raise the one error naming `file` and the field, unless `data` is of this shape."""
         _check([data], _spec_of_shape(self), file, lambda _: where.rstrip("."))
+
+
+class View:
+    """A record read through its declaration, its fields by name: `analysis.leaderboard` is
+    the record's `leaderboard`, an optional field it lacks is None, and a name its shape does
+    not declare is an AttributeError naming the shape (a reader's bug, not the file's), where
+    `record["leaderbord"]` would be a KeyError and `.get` a silent None. Nested records stay
+    plain data; `view.record` is the whole record, to pass on."""
+
+    __slots__ = ("_fields", "record")
+
+    def __init__(self, shape: Shape, record: dict | View) -> None:
+        if isinstance(record, View):
+            record = record.record
+        object.__setattr__(self, "_fields", _optional_of(shape))
+        object.__setattr__(self, "record", record)
+
+    def __getattr__(self, name: str) -> object:
+        optional = self._fields[1].get(name)
+        if optional is None:
+            raise AttributeError(f"{self._fields[0]} declares no field {name!r}")
+        return self.record.get(name) if optional else self.record[name]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a view is read-only: build another record")
+
+
+_OPTIONAL: dict[int, tuple[Shape, tuple[str, dict[str, bool]]]] = {}
+
+
+def _optional_of(shape: Shape) -> tuple[str, dict[str, bool]]:
+    """The shape's name, and whether each of its fields is optional, by name."""
+    found = _OPTIONAL.get(id(shape))
+    if found is None or found[0] is not shape:
+        found = _OPTIONAL[id(shape)] = (
+            shape,
+            (shape.name, {f.name: f.optional for f in shape.fields}),
+        )
+    return found[1]
 
 
 _MAKERS: dict[tuple[str, ...], Callable[..., dict]] = {}
@@ -315,6 +358,10 @@ class Kind(_Declaration):
         head(data, file, self)
         _check([data], _spec_of(self), file, lambda _: "")
         return data  # type: ignore[return-value]
+
+    def view(self, record: dict | View) -> View:
+        """`record` (read with `read` or `check`) with its fields as attributes: View."""
+        return View(self.full, record)
 
     def body(self, data: dict) -> dict:
         """A record's fields without `kind` and `schema_version`: what `record` takes, to
@@ -742,6 +789,7 @@ __all__ = [
     "MapOf",
     "Shape",
     "Table",
+    "View",
     "head",
     "lookup",
     "placeholder",
