@@ -43,6 +43,7 @@ def build() -> None:
     from afbench import catalog as catalog_module
     from afbench import official
     from afbench.cli.actions import render_report
+    from afbench.cli.signatures import values
     from afbench.compare import reduced, summarize
     from afbench.fetch import combine_receipt
     from afbench.fsutil import json_bytes
@@ -111,18 +112,10 @@ def build() -> None:
         del imported
     summary = summarize(compared, False)
     (FOLDER / "summary.json").write_bytes(json_bytes(summary))
-    render_report(
-        FOLDER / "summary.json",
-        paths,
-        FOLDER / "catalog.json",
-        WORK / "receipt.json",
-        [],
-        0.95,
-        None,
-        WORK / "report" / "index.html",
-        FOLDER / "analysis.json",
-        None,
-    )
+    given = {"summary": FOLDER / "summary.json", "imports": paths}
+    given |= {"catalog": FOLDER / "catalog.json", "receipt": WORK / "receipt.json"}
+    given |= {"html": WORK / "report" / "index.html", "analysis": FOLDER / "analysis.json"}
+    render_report(values("render-report", **given, confidence=0.95, figure=None))
     (WORK / "built.json").write_text(json.dumps({"models": len(paths)}))
 
 

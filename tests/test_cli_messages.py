@@ -543,6 +543,13 @@ def cases(tree: prop.WriteTree, at: dict) -> dict[str, tuple[list, dict]]:
             ],
             {"file": str(tree.catalog), "field": "kind", "expected": "local run summary"},
         ),
+        "job pass-at-k": (
+            [
+                *["job", "pass-at-k", f"--summary={tree.catalog}", f"--attempts={tree.catalog}"],
+                *[catalog, "--confidence=0.95", f"--output={out / 'p.json'}"],
+            ],
+            {"file": str(tree.catalog), "field": "kind", "expected": "local run summary"},
+        ),
         "job analyse-tasks": (
             [
                 *["job", "analyse-tasks", catalog, f"--import={tree.imports[0]}"],

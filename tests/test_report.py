@@ -132,7 +132,8 @@ def demo_upstream(tmp_path_factory) -> Path:
 
 def local_run(cfg: dict, demo_yaml: dict, upstream: Path, name: str) -> Path:
     """One of the demo config's local runs, imported and analysed as the workflow's
-    select_tasks, checksum_tasks, import_run and analyse_run_failures do; its folder."""
+    select_tasks, checksum_tasks, import_run, analyse_run_failures and pass_at_k do; its
+    folder."""
     rev, run = revision_dir(cfg), demo_yaml["runs"][name]
     chosen = run["selection"]
     selection = rev / f"tasks/selections/{chosen}.json"
@@ -161,6 +162,11 @@ def local_run(cfg: dict, demo_yaml: dict, upstream: Path, name: str) -> Path:
     job(
         *["analyse-run-failures", f"--summary={out / 'summary.json'}"],
         *[f"--outcomes={out / 'outcomes.csv'}", f"--output={out / 'failure-anatomy.json'}"],
+    )
+    job(
+        *["pass-at-k", f"--summary={out / 'summary.json'}", f"--attempts={out / 'attempts.csv'}"],
+        *[f"--catalog={rev / 'tasks/catalog.json'}", "--confidence=0.95"],
+        f"--output={out / 'pass-at-k.json'}",
     )
     return out
 
@@ -191,6 +197,7 @@ def demo_report_as_the_pipeline_renders_it(
         *[*figures, f"--html={html}", f"--analysis={rev / 'report/analysis.json'}", anatomy],
         *[f"--run-anatomy={run / 'failure-anatomy.json'}" for run in runs],
         f"--task-table={imports / 'task-table.json'}",
+        *[f"--pass-at-k={run / 'pass-at-k.json'}" for run in runs],
     )
     return html
 
@@ -403,6 +410,7 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     Harbor fixture jobs, a verdict run, and those jobs again as an executed run (trial receipts
     naming them) with its cost ledger."""
     from afbench.cli.actions import render_report
+    from afbench.cli.signatures import values
     from afbench.kinds import TRIAL_RECEIPT
 
     base = tmp_path_factory.mktemp("wide")
@@ -471,20 +479,22 @@ def wide_report(tmp_path_factory, demo_yaml) -> Path:
     )
     imports = rev / "imports/source-present/budget-200"
     out = rev / "report/executed"
-    render_report(
-        imports / "summary.json",
-        [imports / f"{slug}.json" for slug in slugs],
-        catalog,
-        rev / "release/receipt.json",
-        [rev / f"runs/{name}/summary.json" for name in ("harbor-fixtures", "verdicts-three")]
-        + [executed / "summary.json"],
-        0.95,
-        "0" * 64,
-        out / "index.html",
-        out / "analysis.json",
-        None,
-        cost_ledger,
+    runs = ("harbor-fixtures", "verdicts-three")
+    given = values(
+        "render-report",
+        summary=imports / "summary.json",
+        imports=[imports / f"{slug}.json" for slug in slugs],
+        catalog=catalog,
+        receipt=rev / "release/receipt.json",
+        run=[rev / f"runs/{name}/summary.json" for name in runs] + [executed / "summary.json"],
+        confidence=0.95,
+        settings_digest="0" * 64,
+        html=out / "index.html",
+        analysis=out / "analysis.json",
+        figure=None,
+        ledger=cost_ledger,
     )
+    render_report(given)
     return out / "index.html"
 
 

@@ -23,7 +23,7 @@ WORKFLOW = REPO / "workflow"
 SETTING = re.compile(r'setting\(\s*"([a-z-]+)",\s*f?"([^"]+)"\s*\)')
 RULE = re.compile(r"^(?:rule|checkpoint) (\w+):\n((?:(?:    .*)?\n)*)", re.M)
 FUNCTION = re.compile(r"^def (\w+)\(.*?(?=^\S)", re.M | re.S)
-JOB = re.compile(r'"afbench job ([a-z-]+) ')
+JOB = re.compile(r'shell_line\(\s*"([a-z-]+)"')  # the rule's `afbench job <verb>` line
 
 
 def _functions() -> dict[str, str]:

@@ -301,13 +301,13 @@ def test_installed_package_runs_the_interface_commands(installed, demo_project, 
 
 
 def _rules() -> dict[str, str]:
-    """Every rule of the workflow with its shell command's text (empty for a target)."""
+    """Every rule of the workflow with the job verb its shell line runs (empty for a target)."""
     text = "\n".join(p.read_text() for p in sorted((REPO / "workflow").rglob("*.smk")))
     found = {}
     for block in re.split(r"\n(?=(?:rule|checkpoint|use rule) )", text):
         head = re.match(r"(?:rule|checkpoint) (\w+):", block)
         if head:
-            shell = re.search(r"shell:\n((?:\s+\".*\"\n?)+)", block)
+            shell = re.search(r"shell:\n\s+shell_line\(\s*\"([a-z-]+)\"", block)
             found[head.group(1)] = shell.group(1) if shell else ""
     return found
 
@@ -316,10 +316,7 @@ def test_each_job_rule_runs_its_own_job_command_and_each_job_command_has_a_rule(
     from afbench.cli.jobs import JOBS
 
     rules = {name: shell for name, shell in _rules().items() if shell}
-    commands = {
-        name: re.match(r'\s*"afbench job ([a-z-]+) ', shell).group(1)
-        for name, shell in rules.items()
-    }
+    commands = dict(rules)
     assert {name: command for name, command in commands.items()} == {
         name: name.replace("_", "-") for name in rules
     }
@@ -931,8 +928,8 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     }
     snakemake(root, *args)
 
-    # a local run added: its import, the report and the audit; the figures do not show local
-    # runs, so they are not redrawn
+    # a local run added: its import, its failure anatomy and pass@k, the report and the audit;
+    # the figures do not show local runs, so they are not redrawn
     verdicts = mirror.parent / "verdicts"
     verdicts.mkdir()
     (verdicts / "v.json").write_text(
@@ -954,6 +951,7 @@ def test_config_changes_rerun_exactly_the_affected_jobs(mirror_project):
     assert planned(root, *args) == {
         "import_run": 1,
         "analyse_run_failures": 1,
+        "pass_at_k": 1,
         "render_report": 1,
         "write_artifact_manifest": 1,
         "store_results": 1,

@@ -127,7 +127,10 @@ def _folded_table(
     )
 
 
-def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
+def render(
+    analysis: dict, provenance: dict, figures: dict[str, str], pass_at_k: list[dict] | tuple = ()
+) -> str:
+    """The report's HTML; `pass_at_k`: the local runs' pass@k records (afbench.passk)."""
     analysis = ANALYSIS.view(analysis)
     release = analysis.release
     labels = {r["model"]: r["display_name"] for r in analysis.leaderboard}
@@ -269,6 +272,7 @@ def render(analysis: dict, provenance: dict, figures: dict[str, str]) -> str:
     )
     parts.append(local_runs_section(analysis.local_runs))
     parts.append(local_failures_section(analysis.anatomy))
+    parts.append(pass_at_k_section(pass_at_k))
     parts.append("</div>")
     if analysis.sequential:
         parts.append(
@@ -1113,6 +1117,59 @@ def local_failures_section(anatomy: dict | None) -> str:
         )
         + f'<p class="note">{escape(anatomy["local_method"])}. Infrastructure failures carry an '
         f"advisory class ({escape(anatomy['advisory_method'])}): it never changes a verdict.</p>"
+    )
+
+
+def pass_at_k_section(records: list[dict]) -> str:
+    """pass@k of each local run configuration with attempts, each k with its clustered
+    interval; a configuration without an estimate says why on a line of its own."""
+    records = [r for r in records if any(c["attempts"] for c in r["configurations"])]
+    if not records:
+        return ""
+    rows, notes = [], []
+    for record in records:
+        for c in record["configurations"]:
+            replaced = f" ({c['replaced_attempts']} replaced)" if c["replaced_attempts"] else ""
+            head = [record["run"], Html(bdi(c["configuration"])), c["tasks"]]
+            head.append(f"{c['attempts']}{replaced}")
+            for estimate in c["estimates"] or [None]:
+                if estimate is None:
+                    rows.append([*head, "—", "—", "—"])
+                    notes.append(c["note"])
+                    continue
+                interval = estimate["clustered"]
+                rows.append(
+                    [
+                        *head,
+                        estimate["k"],
+                        _pct(interval["mean"]),
+                        _clustered_cell(interval, "rate"),
+                    ]
+                )
+                notes.append(None)
+    first = records[0]
+    return (
+        '<h3 id="pass-at-k">pass@k of the local runs</h3>'
+        + _table(
+            [
+                "run",
+                "configuration",
+                "tasks",
+                "attempts",
+                "k",
+                "pass@k",
+                (
+                    f"{first['confidence']:.0%} clustered",
+                    "CR2 cluster-robust interval over the tasks' sources, with the t quantile on "
+                    "the degrees of freedom shown under it (Bell-McCaffrey)",
+                ),
+            ],
+            rows,
+            "runs",
+            notes,
+            wrap=(0, 1),
+        )
+        + f'<p class="note">{escape(first["estimator"])}. {escape(first["attempt_rule"])}.</p>'
     )
 
 

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import math
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from fractions import Fraction
 from itertools import groupby, repeat
 from operator import itemgetter, sub
 from statistics import NormalDist
@@ -573,6 +574,43 @@ def clustered_rate_from_counts(
     if any(not 0 <= k <= size for k, size in zip(passes, sizes, strict=True)):
         raise ValueError("passes must be between 0 and the source's task count")
     return _clustered(passes, sizes, passes, confidence, (0.0, 1.0), CLUSTERED_RATE_METHOD)
+
+
+CLUSTERED_MEAN_METHOD = "mean over tasks of a per-task value in [0, 1]; " + CLUSTERED_RATE_METHOD
+
+
+def clustered_mean(
+    values: Sequence[int | Fraction], clusters: Sequence[Hashable], confidence: float = 0.95
+) -> dict:
+    """`clustered_rate` of per-task values in [0, 1] that need not be 0 or 1 (a task's pass@k
+    over several attempts): the same CR2 variance, degrees of freedom and Wilson interval on
+    the effective number of tasks, computed on the exact values (ints or Fractions: no
+    rounding before the sums, so a variance is never below 0), the same fields, mean and
+    design_effect as floats. For 0/1 values it is clustered_rate to the last digit or two."""
+    sums: dict[Hashable, list] = {}
+    for value, cluster in zip(values, clusters, strict=True):
+        exact = Fraction(value)
+        if not 0 <= exact <= 1:
+            raise ValueError(f"values must be between 0 and 1, not {value}")
+        entry = sums.setdefault(cluster, [0, 0, 0])
+        entry[0] += exact
+        entry[1] += 1
+        entry[2] += exact * exact
+    cells = list(sums.values())
+    result = _clustered(
+        [s for s, _, _ in cells],
+        [n for _, n, _ in cells],
+        [q for _, _, q in cells],
+        confidence,
+        (0.0, 1.0),
+        CLUSTERED_MEAN_METHOD,
+    )
+    effect = result["design_effect"]
+    return {
+        **result,
+        "mean": float(result["mean"]),
+        "design_effect": None if effect is None else float(effect),
+    }
 
 
 def clustered_difference(

@@ -17,8 +17,12 @@ rule audit_directory:
     conda:
         AFBENCH_ENV
     shell:
-        "afbench job audit-directory --manifest={input.manifest:q} --output={output:q} "
-        "> {log:q} 2>&1"
+        shell_line(
+            "audit-directory",
+            "manifest",
+            "output=output",
+            log="> {log:q} 2>&1",
+        )
 
 
 rule audit:

@@ -1,7 +1,9 @@
 # The one place that names artifact paths under results/<revision>/, and the one way a rule
 # hands its command a setting: `setting(flag, dpath)`, the config value at `dpath` (Snakemake's
 # lookup) as `--flag=value`, quoted for the shell. A setting reaches only the jobs whose rules
-# pass it, so a config change reruns exactly the jobs whose settings changed.
+# pass it, so a config change reruns exactly the jobs whose settings changed. A rule's shell
+# line is `shell_line(verb, ...)` (afbench.cli.signatures): its flags are the verb's declared
+# ones, each named by what feeds it, and every flag the verb requires is given.
 import json
 import re
 import time
@@ -13,6 +15,7 @@ from snakemake.exceptions import LookupError as DpathNotFound
 from snakemake.logging import logger
 
 from afbench import harbor
+from afbench.cli.signatures import shell_line
 from afbench.config import (
     SOURCE_LOCATION,
     TRANSPORT_SETTINGS,
@@ -263,6 +266,10 @@ def run_anatomy(name):
     return f"{run_dir(name)}/failure-anatomy.json"
 
 
+def pass_at_k_file(name):
+    return f"{run_dir(name)}/pass-at-k.json"
+
+
 def failure_anatomies():
     """The official failure anatomy (with models to import) and each configured run's."""
     return [OFFICIAL_ANATOMY, *[run_anatomy(n) for n in config["runs"]]] if MODELS else []
@@ -445,7 +452,10 @@ def stage_targets():
         "tasks": [CATALOG, *[selection(n) for n in config["selections"]]],
         "plans": plan_files(),
         "imports": [f"{IMPORTS}/summary.json", f"{IMPORTS}/leaderboard.csv"],
-        "runs": [f"{run_dir(n)}/{f}" for n in config["runs"] for f in RUN_FILES],
+        "runs": [
+            *(f"{run_dir(n)}/{f}" for n in config["runs"] for f in RUN_FILES),
+            *(pass_at_k_file(n) for n in config["runs"]),
+        ],
         "report": [],
         "failures": failure_anatomies(),
         "task_table": task_table_files(),
@@ -494,14 +504,15 @@ def plan_params():
 
 def report_inputs(run_names, ledger=(), sequential=()):
     """What the report reads: the comparison, every model's import, the catalog, the
-    receipt, the local runs named and (for the executed report) the cost ledger and the
-    sealed comparison's decision record."""
+    receipt, the local runs named and their pass@k, and (for the executed report) the cost
+    ledger and the sealed comparison's decision record."""
     return {
         "summary": f"{IMPORTS}/summary.json",
         "imports": [model_import(m) for m in MODELS],
         "catalog": CATALOG,
         "receipt": RECEIPT,
         "runs": [f"{run_dir(name)}/summary.json" for name in run_names],
+        "pass_at_k": [pass_at_k_file(name) for name in run_names],
         "ledger": list(ledger),
         "sequential": list(sequential),
     }

@@ -24,8 +24,12 @@ rule digest_tasks:
             absolute(input.checkout if DEMO else config["plans"]["repository_dir"]),
         ),
     shell:
-        "afbench job digest-tasks --catalog={input.catalog:q} {params.repository} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "digest-tasks",
+            "catalog",
+            "repository_dir=params.repository",
+            "output=output",
+        )
 
 
 rule digests:
@@ -51,9 +55,14 @@ rule diff_releases:
     conda:
         AFBENCH_ENV
     shell:
-        "afbench job diff-releases --previous={input.previous:q} --digests={input.digests:q} "
-        "--catalog={input.catalog:q} --diff={output.diff:q} "
-        "--comparable={output.comparable:q} 2> {log:q}"
+        shell_line(
+            "diff-releases",
+            "previous",
+            "digests",
+            "catalog",
+            "diff",
+            "comparable",
+        )
 
 
 # a checkpoint: an execute item with `upgrade: true` runs the tasks it reruns
@@ -74,8 +83,14 @@ checkpoint plan_upgrade:
         attempts=setting("attempts", "execute/attempts"),
         cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
     shell:
-        "afbench job plan-upgrade --diff={input.diff:q} --catalog={input.catalog:q} "
-        "{params.attempts} {params.cap} --output={output:q} 2> {log:q}"
+        shell_line(
+            "plan-upgrade",
+            "diff",
+            "catalog",
+            "attempts",
+            "trial_cap_usd=params.cap",
+            "output=output",
+        )
 
 
 rule diff:
@@ -112,9 +127,16 @@ rule compare_revisions:
         ),
         confidence=setting("confidence", "report/confidence"),
     shell:
-        "afbench job compare-revisions --comparable={input.comparable:q} {params.previous} "
-        "{params.current} {params.outcomes} {params.configurations} {params.confidence} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "compare-revisions",
+            "comparable",
+            "previous=params.previous",
+            "current=params.current",
+            "outcomes=params.outcomes",
+            "previous_configuration,current_configuration=params.configurations",
+            "confidence",
+            "output=output",
+        )
 
 
 rule comparisons:

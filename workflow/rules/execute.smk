@@ -41,12 +41,33 @@ rule run_trial:
         round=lambda w: option("partial-round", partial_round(w)),
         ledger=option("ledger", LIVE_LEDGER),
     shell:
-        "afbench job run-trial --plan={input.plan:q} --catalog={input.catalog:q} "
-        "--selection={input.selection:q} {params.agent} {params.model} {params.repository} "
-        "{params.tasks_dir} {params.jobs_dir} {params.environment_type} {params.harbor} "
-        "{params.task} {params.attempt} {params.env} {params.pass_env} {params.allow} "
-        "{params.ceiling} {params.cap} {params.rerun} {params.meter} {params.earlier} "
-        "{params.round} {params.ledger} {params.status} --output={output:q} 2> {log:q}"
+        shell_line(
+            "run-trial",
+            "plan",
+            "catalog",
+            "selection",
+            "agent",
+            "model",
+            "repository_dir=params.repository",
+            "tasks_dir",
+            "jobs_dir",
+            "environment_type",
+            "harbor",
+            "task",
+            "attempt",
+            "env",
+            "pass_env",
+            "allow_model_agent=params.allow",
+            "max_cost_usd=params.ceiling",
+            "trial_cap_usd=params.cap",
+            "rerun_interrupted=params.rerun",
+            "meter_interval_s=params.meter",
+            "earlier_receipt=params.earlier",
+            "partial_round=params.round",
+            "ledger=params.ledger",
+            "status_page,status_receipts,status_plan,status_steps=params.status",
+            "output=output",
+        )
 
 
 checkpoint decide_step:
@@ -72,9 +93,18 @@ checkpoint decide_step:
         **decide_params(),
         step=lambda w: option("step", w.step),
     shell:
-        "afbench job decide-step {params.analysis_plan} {params.sealed} "
-        "{params.harbor_plans} {params.receipts} {params.step} {params.ledger} "
-        "{params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
+        shell_line(
+            "decide-step",
+            "analysis_plan=params.analysis_plan",
+            "plan_sha256=params.sealed",
+            "harbor_plan=params.harbor_plans",
+            "receipt=params.receipts",
+            "step",
+            "ledger=params.ledger",
+            "max_cost_usd=params.ceiling",
+            "trial_cap_usd=params.cap",
+            "output=output",
+        )
 
 
 rule decide_comparison:
@@ -95,9 +125,18 @@ rule decide_comparison:
         **decide_params(),
         step=lambda w: option("step", comparison_run()[1]),
     shell:
-        "afbench job decide-comparison {params.analysis_plan} {params.sealed} "
-        "{params.harbor_plans} {params.receipts} {params.step} {params.ledger} "
-        "{params.ceiling} {params.cap} --output={output:q} 2> {log:q}"
+        shell_line(
+            "decide-comparison",
+            "analysis_plan=params.analysis_plan",
+            "plan_sha256=params.sealed",
+            "harbor_plan=params.harbor_plans",
+            "receipt=params.receipts",
+            "step",
+            "ledger=params.ledger",
+            "max_cost_usd=params.ceiling",
+            "trial_cap_usd=params.cap",
+            "output=output",
+        )
 
 
 rule import_executed:
@@ -122,10 +161,18 @@ rule import_executed:
         plan=lambda w: analysis_plan_flags(w.selection),
         checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
-        "afbench job import-executed --selection={input.selection:q} {params.name} "
-        "{params.receipts} {params.reused} {params.plan} {params.checksums} "
-        "--summary={output.summary:q} --outcomes={output.outcomes:q} "
-        "--attempts={output.attempts:q} 2> {log:q}"
+        shell_line(
+            "import-executed",
+            "selection",
+            "name",
+            "receipt=params.receipts",
+            "reused_receipt=params.reused",
+            "analysis_plan,plan_sha256=params.plan",
+            "task_checksums=params.checksums",
+            "summary",
+            "outcomes",
+            "attempts",
+        )
 
 
 rule write_cost_ledger:
@@ -145,8 +192,13 @@ rule write_cost_ledger:
         ledger=option("ledger", LIVE_LEDGER),
         ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
     shell:
-        "afbench job write-cost-ledger {params.receipts} {params.ledger} {params.ceiling} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "write-cost-ledger",
+            "receipt=params.receipts",
+            "ledger=params.ledger",
+            "max_cost_usd=params.ceiling",
+            "output=output",
+        )
 
 
 # the figures show the models' numbers only: the executed report embeds the report's own

@@ -22,10 +22,18 @@ rule import_model:
         source_condition=setting("source-condition", "import/source_condition"),
         columns=columns("column", "results"),
     shell:
-        "afbench job import-model --catalog={input.catalog:q} --verified={input.verified:q} "
-        "--results={input.results:q} {params.model} {params.display_name} "
-        "{params.pinned_condition} {params.source_condition} {params.columns} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "import-model",
+            "catalog",
+            "verified",
+            "results",
+            "model",
+            "display_name",
+            "pinned_condition",
+            "source_condition",
+            "results_columns=params.columns",
+            "output=output",
+        )
 
 
 rule compare_models:
@@ -47,9 +55,16 @@ rule compare_models:
         published=published_flags(),
         strict_published=setting("strict-published", "import/strict_published"),
     shell:
-        "afbench job compare-models {params.imports} {params.verified} {params.strict} "
-        "{params.published} {params.strict_published} --summary={output.summary:q} "
-        "--leaderboard={output.leaderboard:q} 2> {log:q}"
+        shell_line(
+            "compare-models",
+            "imports=params.imports",
+            "verified=params.verified",
+            "strict_budget=params.strict",
+            "published_source,published_task_rows,published_passes,published_over_budget=params.published",
+            "strict_published",
+            "summary",
+            "leaderboard",
+        )
 
 
 rule imports:

@@ -16,10 +16,19 @@ checkpoint write_plan:
     params:
         **plan_params(),
     shell:
-        "afbench job write-plan --catalog={input.catalog:q} --selection={input.selection:q} "
-        "{params.agent} {params.model} {params.repository} {params.tasks_dir} "
-        "{params.jobs_dir} {params.environment_type} {params.harbor} --output={output:q} "
-        "2> {log:q}"
+        shell_line(
+            "write-plan",
+            "catalog",
+            "selection",
+            "agent",
+            "model",
+            "repository_dir=params.repository",
+            "tasks_dir",
+            "jobs_dir",
+            "environment_type",
+            "harbor",
+            "output=output",
+        )
 
 
 rule plans:

@@ -24,10 +24,20 @@ rule plan_power:
         batch_tasks=setting("batch-tasks", "power/batch_tasks"),
         usd_per_task=setting("usd-per-task", "power/usd_per_task"),
     shell:
-        "afbench job plan-power {params.difference} {params.tasks} {params.alpha} "
-        "{params.power} {params.configurations} {params.baseline_rate} {params.imports} "
-        "{params.sequential} {params.batch_tasks} {params.usd_per_task} --output={output:q} "
-        "2> {log:q}"
+        shell_line(
+            "plan-power",
+            "difference",
+            "tasks",
+            "alpha",
+            "power",
+            "configurations",
+            "baseline_rate",
+            "imports=params.imports",
+            "sequential_tasks=params.sequential",
+            "batch_tasks",
+            "usd_per_task",
+            "output=output",
+        )
 
 
 rule power:

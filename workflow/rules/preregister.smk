@@ -35,13 +35,30 @@ rule seal_analysis_plan:
         ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
         cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
     shell:
-        "afbench job seal-analysis-plan --selection={input.selection:q} "
-        "--catalog={input.catalog:q} {params.a_agent} "
-        "{params.a_model} {params.b_agent} {params.b_model} {params.environment_type} "
-        "{params.attempts} {params.alpha} {params.stopping} {params.difference} "
-        "{params.discordance} {params.baseline_rate} {params.power} {params.batch_tasks} "
-        "{params.horizon} {params.order_seed} {params.futility_power} {params.ceiling} "
-        "{params.cap} --output={output:q} 2> {log:q}"
+        shell_line(
+            "seal-analysis-plan",
+            "selection",
+            "catalog",
+            "a_agent",
+            "a_model",
+            "b_agent",
+            "b_model",
+            "environment_type",
+            "attempts",
+            "alpha",
+            "stopping",
+            "difference",
+            "discordance",
+            "baseline_rate",
+            "power",
+            "batch_tasks",
+            "horizon",
+            "order_seed",
+            "futility_power",
+            "max_cost_usd=params.ceiling",
+            "trial_cap_usd=params.cap",
+            "output=output",
+        )
 
 
 rule seal_run_plan:
@@ -68,10 +85,18 @@ rule seal_run_plan:
         ceiling=setting("max-cost-usd", "execute/max_cost_usd"),
         cap=setting("trial-cap-usd", "execute/trial_cap_usd"),
     shell:
-        "afbench job seal-run-plan --selection={input.selection:q} "
-        "--catalog={input.catalog:q} {params.agent} "
-        "{params.model} {params.environment_type} {params.attempts} {params.ceiling} "
-        "{params.cap} --output={output:q} 2> {log:q}"
+        shell_line(
+            "seal-run-plan",
+            "selection",
+            "catalog",
+            "agent",
+            "model",
+            "environment_type",
+            "attempts",
+            "max_cost_usd=params.ceiling",
+            "trial_cap_usd=params.cap",
+            "output=output",
+        )
 
 
 rule preregister:

@@ -24,8 +24,12 @@ rule build_demo_upstream:
             "upgrade-files", [f for f in [DEMO and config["demo"]["upgrade_files"]] if f]
         ),
     shell:
-        "afbench job build-demo-upstream {params.release_files} {params.upgrade_files} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "build-demo-upstream",
+            "release_files=params.release_files",
+            "upgrade_files=params.upgrade_files",
+            "output=output",
+        )
 
 
 rule fetch_file:
@@ -52,9 +56,17 @@ rule fetch_file:
         revision=setting("revision", "release/revision"),
         transport=lambda w: transport_flags(),
     shell:
-        "afbench job fetch-file {params.file} {params.sha256} {params.kind} {params.location} "
-        "{params.repository} {params.revision} {params.transport} --output={output:q} "
-        "2> {log:q}"
+        shell_line(
+            "fetch-file",
+            "file",
+            "sha256",
+            "source_kind=params.kind",
+            "source_location=params.location",
+            "repository",
+            "revision",
+            f"{','.join(TRANSPORT_SETTINGS)}=params.transport",
+            "output=output",
+        )
 
 
 rule write_release_identity:
@@ -89,11 +101,24 @@ rule write_release_identity:
             ],
         ),
     shell:
-        "afbench job write-release-identity {params.name} {params.repository} "
-        "{params.revision} {params.synthetic} {params.lean} {params.mathlib} {params.harbor} "
-        "{params.budget} {params.license} {params.release_page} {params.manuscript_cover} "
-        "{params.software_citation} {params.first_public} {params.images} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "write-release-identity",
+            "name",
+            "repository",
+            "revision",
+            "synthetic",
+            "lean",
+            "mathlib",
+            "harbor",
+            "nominal_budget_usd=params.budget",
+            "license",
+            "release_page",
+            "manuscript_cover",
+            "software_citation",
+            "first_public_release=params.first_public",
+            "image=params.images",
+            "output=output",
+        )
 
 
 rule verify_file:
@@ -116,8 +141,15 @@ rule verify_file:
         kind=setting("source-kind", "source/kind"),
         location=option("source-location", source_location()),
     shell:
-        "afbench job verify-file --identity={input.identity:q} --file={input.file:q} "
-        "{params.pin} {params.kind} {params.location} --output={output:q} 2> {log:q}"
+        shell_line(
+            "verify-file",
+            "identity",
+            "file",
+            "pin",
+            "source_kind=params.kind",
+            "source_location=params.location",
+            "output=output",
+        )
 
 
 rule verify_release:
@@ -135,8 +167,12 @@ rule verify_release:
         entries=lambda w, input: options("entry", input),
         skips=SKIPS,
     shell:
-        "afbench job verify-release {params.entries} {params.skips} --output={output:q} "
-        "2> {log:q}"
+        shell_line(
+            "verify-release",
+            "entry=params.entries",
+            "skip=params.skips",
+            "output=output",
+        )
 
 
 rule fetch:
@@ -173,9 +209,17 @@ rule discover_release:
             "display-name", [f"{s}={m['display_name']}" for s, m in config["models"].items()]
         ),
     shell:
-        "afbench job discover-release {params.checkout} {params.revision} {params.pins} "
-        "{params.skips} {params.columns} {params.names} --discovery={output.discovery:q} "
-        "--fragment={output.fragment:q} 2> {log:q}"
+        shell_line(
+            "discover-release",
+            "checkout=params.checkout",
+            "revision",
+            "pin=params.pins",
+            "skip=params.skips",
+            "column=params.columns",
+            "display_name=params.names",
+            "discovery",
+            "fragment",
+        )
 
 
 rule discover:

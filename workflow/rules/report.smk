@@ -22,9 +22,16 @@ rule render_figures:
         confidence=setting("confidence", "report/confidence"),
         anatomy=lambda w, input: option("anatomy", input.anatomy),
     shell:
-        "afbench job render-figures --summary={input.summary:q} {params.imports} "
-        "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.confidence} "
-        "{params.figures} {params.anatomy} 2> {log:q}"
+        shell_line(
+            "render-figures",
+            "summary",
+            "imports=params.imports",
+            "catalog",
+            "receipt",
+            "confidence",
+            "figure=params.figures",
+            "anatomy=params.anatomy",
+        )
 
 
 rule render_report:
@@ -57,6 +64,7 @@ rule render_report:
                 options("run-anatomy", input.run_anatomy),
                 options("task-table", input.task_table),
                 options("comparisons", input.comparisons),
+                options("pass-at-k", input.pass_at_k),
             ]
         ),
         history=setting("history", "report/history"),
@@ -68,12 +76,24 @@ rule render_report:
             ]
         ),
     shell:
-        "afbench job render-report --summary={input.summary:q} {params.imports} "
-        "--catalog={input.catalog:q} --receipt={input.receipt:q} {params.runs} "
-        "{params.confidence} {params.settings_digest} {params.figures} "
-        "--html={output.html:q} --analysis={output.analysis:q} {params.ledger} "
-        "{params.sequential} {params.beyond} {params.history} {params.history_files} "
-        "2> {log:q}"
+        shell_line(
+            "render-report",
+            "summary",
+            "imports=params.imports",
+            "catalog",
+            "receipt",
+            "run=params.runs",
+            "confidence",
+            "settings_digest",
+            "figure=params.figures",
+            "html",
+            "analysis",
+            "ledger=params.ledger",
+            "sequential_run=params.sequential",
+            "anatomy,run_anatomy,task_table,comparisons=params.beyond",
+            "history",
+            "history_partition,history_comparable,history_outcomes=params.history_files",
+        )
 
 
 rule write_artifact_manifest:
@@ -93,8 +113,14 @@ rule write_artifact_manifest:
         revision=setting("revision", "release/revision"),
         config_digest=option("config-digest", config_digest(config)),
     shell:
-        "afbench job write-artifact-manifest {params.root} {params.revision} "
-        "{params.config_digest} --output={output:q} {input:q} 2> {log:q}"
+        shell_line(
+            "write-artifact-manifest",
+            "root=params.root",
+            "revision",
+            "config_digest",
+            "output=output",
+            "files=input",
+        )
 
 
 rule report:

@@ -20,9 +20,13 @@ rule checksum_tasks:
         ),
         repository_name=option("repository-name", CHECKOUT),
     shell:
-        "afbench job checksum-tasks --selection={input.selection:q} {params.repository} "
-        "{params.repository_name} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "checksum-tasks",
+            "selection",
+            "repository_dir=params.repository",
+            "repository_name",
+            "output=output",
+        )
 
 
 rule import_run:
@@ -49,9 +53,45 @@ rule import_run:
         path_names=lambda w: options("path-name", config["runs"][w.name]["paths"]),
         checksums=lambda w, input: options("task-checksums", input.checksums),
     shell:
-        "afbench job import-run --selection={input.selection:q} {params.name} {params.kind} "
-        "{params.paths} {params.path_names} {params.budget_usd} {params.checksums} --summary={output.summary:q} "
-        "--outcomes={output.outcomes:q} --attempts={output.attempts:q} 2> {log:q}"
+        shell_line(
+            "import-run",
+            "selection",
+            "name",
+            "kind",
+            "path=params.paths",
+            "path_name=params.path_names",
+            "budget_usd",
+            "task_checksums=params.checksums",
+            "summary",
+            "outcomes",
+            "attempts",
+        )
+
+
+rule pass_at_k:
+    """pass@k of each configuration of a run (configured or executed), from its attempts:
+    the unbiased estimator per task, its interval clustered over the tasks' sources."""
+    input:
+        summary=f"{run_dir('{name}')}/summary.json",
+        attempts=f"{run_dir('{name}')}/attempts.csv",
+        catalog=CATALOG,
+    output:
+        pass_at_k_file("{name}"),
+    log:
+        f"{LOGS}/pass_at_k/{{name}}.log",
+    wildcard_constraints:
+        name="|".join(
+            re.escape(n)
+            for n in [*config["runs"], *(f"executed-{s}" for s in EXECUTED_SELECTIONS)]
+        )
+        or "^$",
+    localrule: True
+    conda:
+        AFBENCH_ENV
+    params:
+        confidence=setting("confidence", "report/confidence"),
+    shell:
+        shell_line("pass-at-k", "summary", "attempts", "catalog", "confidence", "output=output")
 
 
 rule runs:

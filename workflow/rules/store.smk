@@ -24,8 +24,13 @@ rule store_results:
         ledger=option("ledger", LIVE_LEDGER),
         outputs=lambda w, output: options("output", output),
     shell:
-        "afbench job store-results --manifest={input.manifest:q} {params.revision} "
-        "{params.ledger} {params.outputs} 2> {log:q}"
+        shell_line(
+            "store-results",
+            "manifest",
+            "revision",
+            "ledger=params.ledger",
+            "outputs=params.outputs",
+        )
 
 
 rule store:

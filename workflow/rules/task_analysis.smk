@@ -18,8 +18,12 @@ rule analyse_failures:
         imports=lambda w, input: options("import", input.imports),
         near_miss_share=setting("near-miss-share", "anatomy/near_miss_share"),
     shell:
-        "afbench job analyse-failures {params.imports} {params.near_miss_share} "
-        "--output={output:q} 2> {log:q}"
+        shell_line(
+            "analyse-failures",
+            "imports=params.imports",
+            "near_miss_share",
+            "output=output",
+        )
 
 
 rule analyse_run_failures:
@@ -42,8 +46,12 @@ rule analyse_run_failures:
     conda:
         AFBENCH_ENV
     shell:
-        "afbench job analyse-run-failures --summary={input.summary:q} "
-        "--outcomes={input.outcomes:q} --output={output:q} 2> {log:q}"
+        shell_line(
+            "analyse-run-failures",
+            "summary",
+            "outcomes",
+            "output=output",
+        )
 
 
 rule analyse_tasks:
@@ -74,6 +82,14 @@ rule analyse_tasks:
             else ""
         ),
     shell:
-        "afbench job analyse-tasks --catalog={input.catalog:q} {params.imports} "
-        "{params.shuffles} {params.seed} {params.alpha} {params.min_discrimination} "
-        "--output={output.table:q} {params.selection} 2> {log:q}"
+        shell_line(
+            "analyse-tasks",
+            "catalog",
+            "imports=params.imports",
+            "shuffles",
+            "seed",
+            "alpha",
+            "min_discrimination",
+            "output=output.table",
+            "selection_name,selection=params.selection",
+        )

@@ -25,9 +25,16 @@ rule export_catalog:
             ),
         ),
     shell:
-        "afbench job export-catalog --manifest={input.manifest:q} --sources={input.sources:q} "
-        "{params.verified} {params.manifest_columns} {params.sources_columns} "
-        "{params.expected_counts} --output={output:q} 2> {log:q}"
+        shell_line(
+            "export-catalog",
+            "manifest",
+            "sources",
+            "verified=params.verified",
+            "manifest_columns",
+            "sources_columns",
+            "expected_counts",
+            "output=output",
+        )
 
 
 rule select_tasks:
@@ -57,9 +64,19 @@ rule select_tasks:
         digests=lambda w, input: options("digests", input.digests),
         earlier=lambda w, input: options("earlier", input.earlier),
     shell:
-        "afbench job select-tasks --catalog={input.catalog:q} {params.name} {params.tasks} "
-        "{params.sources} {params.limit} {params.stratified} {params.frozen} "
-        "{params.digests} {params.earlier} --output={output:q} 2> {log:q}"
+        shell_line(
+            "select-tasks",
+            "catalog",
+            "name",
+            "task=params.tasks",
+            "source=params.sources",
+            "limit",
+            "stratified_tasks,stratified_seed=params.stratified",
+            "frozen",
+            "digests=params.digests",
+            "earlier=params.earlier",
+            "output=output",
+        )
 
 
 rule tasks:

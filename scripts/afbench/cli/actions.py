@@ -254,48 +254,55 @@ def _read_figure(path: Path) -> str:
         raise AfbenchError(f"figure is not UTF-8 (byte {exc.start})", file=str(path)) from None
 
 
-def render_report(
-    summary_path: Path,
-    import_paths: list[Path],
-    catalog_path: Path,
-    receipt_path: Path,
-    run_paths: list[Path],
-    confidence: float,
-    settings_digest: str | None,
-    html: Path,
-    analysis_path: Path,
-    figure_paths: dict[str, Path] | None,
-    ledger_path: Path | None = None,
-    anatomy_path: Path | None = None,
-    run_anatomy_paths: list[Path] | tuple = (),
-    task_table_path: Path | None = None,
-    comparisons_path: Path | None = None,
-    *,
-    sequential_path: Path | None = None,
-    history: dict | None = None,
-) -> None:
+def render_report(given) -> None:
     """The analysis and the HTML report, written together, the HTML embedding each figure.
-    `figure_paths`: the figures render_figures drew, read; None: drawn here and written too,
-    each in figures/<name>.svg beside the HTML. `ledger_path`: the executed trials' cost
-    ledger, shown beside its ceiling; `sequential_path`: the sealed comparison's decision
-    record (afbench.sequential.run_step), shown with each run's check against the plan;
-    `history`: the other revisions' store partitions, the comparable subsets and the runs'
-    outcomes a history across revisions is made from (report_history), or None for none."""
+    `given`: render-report's values by the names its signature declares (cli.signatures: the
+    job's parsed flags, or the user's door's `values("render-report", ...)`). `figure`: the
+    figures render_figures drew, read; None: drawn here and written too, each in
+    figures/<name>.svg beside the HTML. `ledger`: the executed trials' cost ledger, shown
+    beside its ceiling; `sequential_run`: the sealed comparison's decision record
+    (afbench.sequential.run_step), shown with each run's check against the plan; `history`:
+    a history across revisions, from the other revisions' store partitions, the comparable
+    subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
+    (afbench.passk), shown beside them, not in the analysis."""
+    if len(given.task_table) > 1:
+        raise AfbenchError("one task table at most", field="--task-table")
+    if len(given.comparisons) > 1:
+        raise AfbenchError("one file of comparisons at most", field="--comparisons")
+    history_files = [given.history_partition, given.history_comparable, given.history_outcomes]
+    if not given.history and any(history_files):
+        raise AfbenchError(
+            "the history's inputs are given but the history is not asked for",
+            field="--history",
+            expected="true, with --history-partition, --history-comparable or --history-outcomes",
+            found="false",
+        )
     from ..analysis import analyse
     from ..artifacts import tool_versions
     from ..report import render
 
     summary, catalog, receipt, imports = _report_inputs(
-        summary_path, import_paths, catalog_path, receipt_path
+        given.summary, given.imports, given.catalog, given.receipt
     )
+    run_paths = given.run
     runs = [kinds.RUN_SUMMARY.read(path) for path in run_paths]
-    analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, confidence)
+    pass_at_k = [kinds.PASS_AT_K.read(path) for path in given.pass_at_k]
+    for path, record in zip(given.pass_at_k, pass_at_k, strict=True):
+        if record["run"] not in {run["run"] for run in runs}:
+            raise AfbenchError(
+                "the pass@k of a run the report is not given",
+                file=str(path),
+                field="run",
+                expected=" / ".join(run["run"] for run in runs) or "a run given with --run",
+                found=record["run"],
+            )
+    analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, given.confidence)
     beside = {}
-    if ledger_path is not None:
-        beside["cost_ledger"] = kinds.COST_LEDGER.read(ledger_path)
-    if sequential_path is not None:
+    if given.ledger is not None:
+        beside["cost_ledger"] = kinds.COST_LEDGER.read(given.ledger)
+    if given.sequential_run is not None:
         beside["sequential"] = {
-            "run": kinds.SEQUENTIAL_RUN.read(sequential_path),
+            "run": kinds.SEQUENTIAL_RUN.read(given.sequential_run),
             "plan_checks": [
                 {"run": run["run"], **run["analysis_plan"]}
                 for run in runs
@@ -306,12 +313,13 @@ def render_report(
         beyond_the_leaderboard(
             imports,
             list(zip(run_paths, runs, strict=True)),
-            anatomy_path,
-            list(run_anatomy_paths),
-            task_table_path,
+            given.anatomy,
+            list(given.run_anatomy),
+            given.task_table[0] if given.task_table else None,
         )
     )
-    if comparisons_path is not None:
+    if given.comparisons:
+        comparisons_path = given.comparisons[0]
         from ..crossrev import analysis_block, complete
 
         with complete(comparisons_path, kinds.CROSS_REVISION.name):
@@ -322,37 +330,42 @@ def render_report(
                 runs,
                 str(comparisons_path),
             )
-    if history is not None:
+    if given.history:
         beside["history"] = report_history(
-            catalog, imports, list(zip(run_paths, runs, strict=True)), confidence, **history
+            catalog,
+            imports,
+            list(zip(run_paths, runs, strict=True)),
+            given.confidence,
+            *history_files,
         )
     used = {imp["file"] for _, imp in imports} | set(catalog["inputs"])
     provenance = {
         "files": [f for f in receipt["files"] if f["path"] in used],
         "release_dates": catalog["release"]["dates"],
-        "config_digest": settings_digest or "not given",
+        "config_digest": given.settings_digest or "not given",
         "versions": tool_versions(),
     }
     analysis = kinds.ANALYSIS.record(
         **kinds.ANALYSIS.body(analysis), **beside, provenance=provenance
     )
     drawn: list[tuple[Path, bytes]] = []
-    if figure_paths is None:
+    html = Path(given.html)
+    if given.figure is None:
         from ..figures import make_figures
 
         figures = make_figures(analysis)
         drawn = [
-            (Path(html).parent / "figures" / f"{name}.svg", svg.encode())
-            for name, svg in figures.items()
+            (html.parent / "figures" / f"{name}.svg", svg.encode()) for name, svg in figures.items()
         ]
     else:
+        figure_paths = {path.stem: path for path in given.figure}
         _figures_asked(figure_paths, analysis)
         figures = {name: _read_figure(path) for name, path in figure_paths.items()}
     write_outputs(
         [
             *drawn,
-            json_output(analysis_path, analysis),
-            (Path(html), render(analysis, provenance, figures).encode()),
+            json_output(given.analysis, analysis),
+            (html, render(analysis, provenance, figures, pass_at_k).encode()),
         ],
         about=analysis,
     )

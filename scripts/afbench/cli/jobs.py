@@ -12,8 +12,8 @@ import sys
 from collections import namedtuple
 from collections.abc import Callable, Iterator
 
-from ..settings import converter as setting
 from . import types
+from .signatures import SIGNATURES, add
 
 # A job imports what its own run needs when it runs: its start-up (argument parsing, --help)
 # loads no file helpers, readers or libraries (bench/run.py prints each job's start-up beside
@@ -39,36 +39,8 @@ executed_job_folders = _later(".actions", "executed_job_folders")
 import_run = _later(".actions", "import_run")
 plan_power = _later(".actions", "plan_power")
 render_figures = _later(".actions", "render_figures")
-render_report = _later(".actions", "render_report")
+render_report = _later(".actions", "render_report")  # render-report: it takes the parsed values
 verified_entries = _later(".actions", "verified_entries")
-
-# every path flag says whether the job reads it or writes it (cli.types; checked by the CLI)
-FILE = {"type": types.input_path, "metavar": "FILE"}
-FILES = {"type": types.input_path, "metavar": "FILE", "action": "append", "default": []}
-OUT = {"type": types.output_path, "metavar": "FILE"}
-OUTS = {"type": types.output_path, "metavar": "FILE", "action": "append", "default": []}
-CONDITIONS = ("source-present", "source-free")
-
-
-# summary: str; arguments(parser); run(args) -> warning lines or None. A namedtuple from
-# collections, not typing.NamedTuple: importing typing costs every job's start-up ~10 ms CPU.
-Job = namedtuple("Job", "summary arguments run")
-
-
-def _output(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--output", required=True, **OUT)
-
-
-def _columns(p: argparse.ArgumentParser, flag: str, kind: str) -> None:
-    p.add_argument(
-        flag,
-        dest=f"{kind}_columns",
-        action="append",
-        required=True,
-        type=types.pair(),
-        metavar="FIELD=COLUMN",
-        help=f"our field -> the {kind} file's column (every field, once each)",
-    )
 
 
 def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, str]:
@@ -107,12 +79,6 @@ def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, st
 
 
 # --- stage 1: the release ---------------------------------------------------------------------
-def _build_demo_upstream_args(p):
-    p.add_argument("--release-files", required=True, type=types.input_path, metavar="DIR")
-    p.add_argument("--upgrade-files", type=types.input_path, metavar="DIR")
-    p.add_argument("--output", required=True, type=types.output_dir(), metavar="DIR")
-
-
 def build_demo_upstream(args):
     from ..demo import build_repository
     from ..fsutil import say
@@ -121,36 +87,12 @@ def build_demo_upstream(args):
     say(f"demo repository: commit {commit}", [args.output])
 
 
-def _source(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--source-kind", required=True, type=setting("source/kind"))
-    p.add_argument(
-        "--source-location",
-        required=True,
-        type=types.nonempty,
-        metavar="URL|DIR",
-        help="https: base URL; git: checkout; dir: mirror folder",
-    )
-
-
 def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
     from ..settings import SOURCE_LOCATION
 
     location = dict.fromkeys(SOURCE_LOCATION.values())
     location[SOURCE_LOCATION[args.source_kind]] = args.source_location
     return {"kind": args.source_kind, **location, **transport}
-
-
-def _fetch_file_args(p):
-    _source(p)
-    p.add_argument("--repository", required=True, type=setting("release/repository"))
-    p.add_argument("--revision", required=True, type=setting("release/revision"))
-    p.add_argument("--file", required=True, type=types.relpath, help="release-relative path")
-    p.add_argument("--sha256", required=True, type=types.sha256, help="its pin")
-    from ..settings import TRANSPORT_SETTINGS
-
-    for key in TRANSPORT_SETTINGS:
-        p.add_argument(f"--{key.replace('_', '-')}", required=True, type=setting(f"source/{key}"))
-    _output(p)
 
 
 def fetch_file(args):
@@ -171,22 +113,6 @@ def fetch_file(args):
         fetch_file(reader, ReleaseFile("file", "file", args.file, args.sha256), args.output)
     finally:
         reader.close()
-
-
-def _write_release_identity_args(p):
-    for key in ("name", "repository", "revision", "synthetic", "lean", "mathlib", "harbor"):
-        p.add_argument(f"--{key}", required=True, type=setting(f"release/{key}"))
-    p.add_argument(
-        "--nominal-budget-usd", required=True, type=setting("release/nominal_budget_usd")
-    )
-    p.add_argument("--license", required=True, type=setting("release/license"))
-    for date in ("release_page", "manuscript_cover", "software_citation", "first_public_release"):
-        flag = f"--{date.replace('_', '-')}"
-        p.add_argument(flag, required=True, type=setting(f"release/dates/{date}"), metavar="DATE|")
-    p.add_argument(
-        "--image", action="append", default=[], type=types.image, metavar="ROLE=REFERENCE@DIGEST"
-    )
-    _output(p)
 
 
 def write_release_identity(args):
@@ -214,14 +140,6 @@ def write_release_identity(args):
     write_json(args.output, RELEASE_IDENTITY.record(release=identity(release)))
 
 
-def _verify_file_args(p):
-    p.add_argument("--identity", required=True, help="the release identity artifact", **FILE)
-    p.add_argument("--file", required=True, help="the fetched file", **FILE)
-    p.add_argument("--pin", required=True, type=types.release_file, metavar="KEY=PATH@SHA256")
-    _source(p)
-    _output(p)
-
-
 def verify_file(args):
     from ..fetch import verify_file
     from ..kinds import RELEASE_IDENTITY
@@ -231,50 +149,12 @@ def verify_file(args):
     write_json(args.output, verify_file(release, source, args.pin, args.file))
 
 
-def _verify_release_args(p):
-    p.add_argument("--entry", required=True, help="a verified-file record (repeatable)", **FILES)
-    p.add_argument(
-        "--skip",
-        action="append",
-        default=[],
-        type=types.unpinned_file,
-        metavar="KEY=PATH",
-        help="a file the config names without a pin (repeatable)",
-    )
-    _output(p)
-
-
 def verify_release(args):
     from ..fetch import combine_receipt
     from ..kinds import VERIFIED_FILE
 
     records = [VERIFIED_FILE.read(path) for path in args.entry]
     write_json(args.output, combine_receipt(records, args.skip))
-
-
-def _discover_release_args(p):
-    p.add_argument(
-        "--checkout",
-        required=True,
-        type=types.optional_input_path,
-        metavar="DIR",
-        help="empty: none configured (an error)",
-    )
-    p.add_argument("--revision", required=True, type=setting("release/revision"))
-    p.add_argument("--pin", action="append", default=[], type=types.release_file)
-    p.add_argument("--skip", action="append", default=[], type=types.unpinned_file)
-    p.add_argument(
-        "--column",
-        action="append",
-        required=True,
-        type=types.pair(),
-        metavar="KIND.FIELD=COLUMN",
-    )
-    p.add_argument(
-        "--display-name", action="append", default=[], type=types.pair(), metavar="SLUG=NAME"
-    )
-    p.add_argument("--discovery", required=True, **OUT)
-    p.add_argument("--fragment", required=True, **OUT)
 
 
 def discover_release(args):
@@ -317,20 +197,6 @@ def discover_release(args):
 
 
 # --- stage 2: tasks -------------------------------------------------------------------------
-def _export_catalog_args(p):
-    p.add_argument("--manifest", required=True, **FILE)
-    p.add_argument("--sources", required=True, **FILE)
-    p.add_argument(
-        "--verified", required=True, help="MANIFEST's and SOURCES' verified records", **FILES
-    )
-    _columns(p, "--manifest-column", "manifest")
-    _columns(p, "--sources-column", "sources")
-    p.add_argument(
-        "--expected-counts", required=True, type=types.counts, metavar="TASKS,SOURCES,OBLIGATIONS"
-    )
-    _output(p)
-
-
 def export_catalog(args):
     from ..catalog import build_catalog
     from ..release import license_of, read_entry
@@ -348,29 +214,6 @@ def export_catalog(args):
         license_of(release),
     )
     write_json(args.output, catalog)
-
-
-def _select_tasks_args(p):
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument("--name", required=True, type=types.name)
-    task, source = setting("selections/*/tasks/*"), setting("selections/*/sources/*")
-    p.add_argument("--task", action="append", default=[], type=task, metavar="ID")
-    p.add_argument("--source", action="append", default=[], type=source, metavar="SOURCE_ID")
-    p.add_argument("--limit", type=setting("selections/*/limit"), metavar="N")
-    types.stratified_flags(p)
-    p.add_argument(
-        "--frozen",
-        type=setting("selections/*/frozen"),
-        default=False,
-        help="record each member's digests (needs --digests)",
-    )
-    p.add_argument("--digests", help="the task digests (digest-tasks), for --frozen", **FILE)
-    p.add_argument(
-        "--earlier",
-        help="this selection frozen on the previous release: refused if a member changed",
-        **FILE,
-    )
-    _output(p)
 
 
 def select_tasks(args):
@@ -400,29 +243,6 @@ def select_tasks(args):
     write_json(args.output, selection)
 
 
-def _digest_tasks_args(p):
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument(
-        "--repository-dir",
-        required=True,
-        type=types.optional_text,
-        metavar="DIR|",
-        help="a checkout at the pinned revision (empty: catalog digests only)",
-    )
-    _export_folder_flag(p)
-    _output(p)
-
-
-def _export_folder_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--tasks-dir",
-        type=setting("plans/tasks_dir"),
-        metavar="DIR",
-        help="where the exporter writes the tasks (default: a private temporary folder, "
-        "removed afterwards: the job writes nothing but its output)",
-    )
-
-
 @contextlib.contextmanager
 def _export_folder(tasks_dir: str | None) -> Iterator[str]:
     """The folder the release's exporter writes into: the one asked for, or a private
@@ -445,14 +265,6 @@ def digest_tasks(args):
     with _export_folder(args.tasks_dir) as tasks_dir:
         digests = content_digests(catalog, args.repository_dir, tasks_dir)
     write_json(args.output, digests)
-
-
-def _diff_releases_args(p):
-    p.add_argument("--previous", required=True, help="the previous release's digests", **FILE)
-    p.add_argument("--digests", required=True, help="this release's digests", **FILE)
-    p.add_argument("--catalog", required=True, help="this release's catalog", **FILE)
-    p.add_argument("--diff", required=True, **OUT)
-    p.add_argument("--comparable", required=True, help="the unchanged tasks' selection", **OUT)
 
 
 def diff_releases_job(args):
@@ -489,32 +301,6 @@ def _flag_lines(diff: dict) -> list[str]:
     return [f"task {f['task_id']}: {f['message']}" for f in diff["flagged"]]
 
 
-def _compare_revisions_args(p):
-    compare_revisions_args(p)
-    _output(p)
-
-
-def _trial_cap_usd(p, *, required: bool) -> None:
-    """execute.trial_cap_usd, as every job that reserves, plans or runs trials takes it."""
-    p.add_argument(
-        "--trial-cap-usd",
-        required=required,
-        default=None,
-        type=setting("execute/trial_cap_usd"),
-        metavar="USD|",
-        help="execute.trial_cap_usd: what a trial may spend (empty: the release's nominal "
-        "budget per task)",
-    )
-
-
-def _plan_upgrade_args(p):
-    p.add_argument("--diff", required=True, **FILE)
-    p.add_argument("--catalog", required=True, help="this release's catalog", **FILE)
-    p.add_argument("--attempts", required=True, type=setting("execute/attempts"), metavar="N")
-    _trial_cap_usd(p, required=False)
-    _output(p)
-
-
 def plan_upgrade(args):
     from ..kinds import CATALOG, UPGRADE_DIFF
     from ..upgrade import upgrade_plan
@@ -522,42 +308,6 @@ def plan_upgrade(args):
     diff = UPGRADE_DIFF.read(args.diff)
     release = CATALOG.read(args.catalog)["release"]
     write_json(args.output, upgrade_plan(diff, release, args.attempts, args.trial_cap_usd))
-
-
-def compare_revisions_args(p, confidence_default: float | None = None) -> None:
-    """Both doors' flags: results paired in order, on the diff's comparable subset (two
-    revisions) or one revision's catalog."""
-    basis = p.add_mutually_exclusive_group(required=True)
-    basis.add_argument(
-        "--comparable",
-        help="the diff's comparable subset (upgrade/comparable.json): results of two revisions",
-        **FILE,
-    )
-    basis.add_argument("--catalog", help="the catalog: two results of its revision", **FILE)
-    for flag, which in (("--previous", "the previous"), ("--current", "the current")):
-        p.add_argument(
-            flag,
-            required=True,
-            help=f"a result of {which} revision: a model import or a local run's summary.json "
-            "(repeatable; --previous and --current are paired in order)",
-            **FILES,
-        )
-        p.add_argument(
-            f"{flag}-configuration",
-            action="append",
-            default=[],
-            metavar="LABEL",
-            help=f"the configuration of each {flag} run (none, or one per {flag} in order; "
-            "empty for a model import or a run's only configuration)",
-        )
-    p.add_argument(
-        "--outcomes", help="a run's outcomes.csv, in its summary's folder (repeatable)", **FILES
-    )
-    confidence = setting("report/confidence")
-    if confidence_default is None:
-        p.add_argument("--confidence", required=True, type=confidence)
-    else:
-        p.add_argument("--confidence", default=confidence_default, type=confidence)
 
 
 def compare_revisions(args) -> dict:
@@ -620,28 +370,11 @@ def compare_revisions_job(args):
 
 
 # --- stage 3: plans -------------------------------------------------------------------------
-def _write_plan_args(p):
-    _plan_fields(p)
-    _output(p)
-
-
 def write_plan(args):
     write_json(args.output, _built_plan(args))
 
 
 # --- stage 4: official results --------------------------------------------------------------
-def _import_model_args(p):
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument("--verified", required=True, help="the results file's verified record", **FILE)
-    p.add_argument("--results", required=True, **FILE)
-    p.add_argument("--model", required=True, type=types.name, metavar="SLUG")
-    p.add_argument("--display-name", required=True, type=setting("models/*/display_name"))
-    p.add_argument("--pinned-condition", required=True, type=setting("models/*/source_condition"))
-    p.add_argument("--source-condition", required=True, type=setting("import/source_condition"))
-    _columns(p, "--column", "results")
-    _output(p)
-
-
 def import_model(args):
     from ..kinds import CATALOG
     from ..official import ModelSpec, import_model
@@ -658,43 +391,6 @@ def import_model(args):
         catalog["release"]["nominal_budget_usd"],
     )
     write_json(args.output, imported)
-
-
-def _compare_models_args(p):
-    p.add_argument("--import", dest="imports", required=True, **FILES)
-    p.add_argument(
-        "--verified",
-        help="refuse imports older than these verified records' pins (repeatable)",
-        **FILES,
-    )
-    p.add_argument("--strict-budget", required=True, type=setting("import/strict_budget"))
-    _published_args(p)
-    p.add_argument("--summary", required=True, **OUT)
-    p.add_argument("--leaderboard", required=True, **OUT)
-
-
-def _published_args(p: argparse.ArgumentParser) -> None:
-    """What the authors published, to check the imports against (empty: nothing published)."""
-    published = "release/published"
-    p.add_argument("--published-source", required=True, type=setting(f"{published}/source"))
-    p.add_argument("--published-task-rows", required=True, type=setting(f"{published}/task_rows"))
-    p.add_argument(
-        "--published-passes",
-        action="append",
-        default=[],
-        type=types.pair(left=types.name, right=types.whole(0)),
-        metavar="SLUG=N",
-        help="a model's published pass count (repeatable)",
-    )
-    p.add_argument(
-        "--published-over-budget",
-        action="append",
-        default=[],
-        type=types.pair(left=types.name, right=types.number(0, above=True)),
-        metavar="SLUG=USD",
-        help="a published cost above the budget in a model's file (repeatable)",
-    )
-    p.add_argument("--strict-published", required=True, type=setting("import/strict_published"))
 
 
 def _published(args: argparse.Namespace) -> dict:
@@ -738,46 +434,6 @@ def compare_models_job(args):
 
 
 # --- stage 5: local runs --------------------------------------------------------------------
-def _run_outputs(p: argparse.ArgumentParser) -> None:
-    for key in ("summary", "outcomes", "attempts"):
-        p.add_argument(f"--{key}", required=True, **OUT)
-
-
-def _import_run_args(p):
-    p.add_argument("--selection", required=True, help="the selection the run was made on", **FILE)
-    p.add_argument("--name", required=True, type=types.name)
-    p.add_argument("--kind", required=True, type=setting("runs/*/kind"))
-    p.add_argument(
-        "--path",
-        required=True,
-        action="append",
-        type=types.input_tree,
-        metavar="DIR",
-        help="a Harbor job folder or a verdict folder (repeatable)",
-    )
-    p.add_argument(
-        "--path-name",
-        action="append",
-        type=types.nonempty,
-        metavar="NAME",
-        help="each --path as the config names it, in the same order: what the tables record "
-        "(a storage plugin reads its own local copy)",
-    )
-    p.add_argument("--budget-usd", required=True, type=setting("runs/*/budget_usd"))
-    _task_checksums(p)
-    _run_outputs(p)
-
-
-def _task_checksums(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--task-checksums",
-        type=types.input_path,
-        metavar="FILE",
-        help="the exporter's output for the selection (checksum-tasks): without it no run is "
-        "certified conformant",
-    )
-
-
 def import_run_job(args):
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
     import_run(
@@ -790,33 +446,6 @@ def import_run_job(args):
         args.task_checksums,
         names=args.path_name,
     )
-
-
-def _import_executed_args(p):
-    p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--name", required=True, type=types.name)
-    p.add_argument("--receipt", required=True, help="a trial receipt (repeatable)", **FILES)
-    p.add_argument(
-        "--reused-receipt",
-        help="a previous release's receipt of a task the upgrade plan reuses (repeatable)",
-        **FILES,
-    )
-    p.add_argument(
-        "--analysis-plan",
-        type=types.optional_input_path,
-        default=None,
-        metavar="FILE|",
-        help="the sealed analysis plan the run is checked against (empty: none)",
-    )
-    p.add_argument(
-        "--plan-sha256",
-        type=types.optional(types.sha256),
-        default=None,
-        metavar="SHA|",
-        help="the seal the run was approved against",
-    )
-    _task_checksums(p)
-    _run_outputs(p)
 
 
 def import_executed(args):
@@ -847,17 +476,6 @@ def import_executed(args):
 
 
 # --- the run planner (opt-in) --------------------------------------------------------------
-def _plan_power_args(p):
-    for key in ("difference", "tasks", "alpha", "power", "configurations", "baseline_rate"):
-        p.add_argument(f"--{key.replace('_', '-')}", required=True, type=setting(f"power/{key}"))
-    p.add_argument(
-        "--import", dest="imports", help="two models' imports (or none: a baseline rate)", **FILES
-    )
-    for key in ("sequential_tasks", "batch_tasks", "usd_per_task"):
-        p.add_argument(f"--{key.replace('_', '-')}", required=True, type=setting(f"power/{key}"))
-    _output(p)
-
-
 def plan_power_job(args):
     from ..kinds import MODEL_IMPORT
 
@@ -879,35 +497,6 @@ def plan_power_job(args):
 
 
 # --- the sealed analysis plan (opt-in) -----------------------------------------------------------
-def _seal_analysis_plan_args(p):
-    p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--catalog", required=True, help="the selection's catalog", **FILE)
-    for side in ("a", "b"):
-        side_setting = f"preregister/comparison/{side}"
-        p.add_argument(f"--{side}-agent", required=True, type=setting(f"{side_setting}/agent"))
-        p.add_argument(f"--{side}-model", required=True, type=setting(f"{side_setting}/model"))
-    p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
-    p.add_argument("--attempts", required=True, type=setting("execute/attempts"))
-    for key in (
-        "alpha",
-        "stopping",
-        "difference",
-        "discordance",
-        "baseline_rate",
-        "power",
-        "batch_tasks",
-        "horizon",
-        "order_seed",
-        "futility_power",
-    ):
-        p.add_argument(
-            f"--{key.replace('_', '-')}", required=True, type=setting(f"preregister/{key}")
-        )
-    p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
-    _trial_cap_usd(p, required=True)
-    _output(p)
-
-
 def seal_analysis_plan(args):
     from ..catalog import read_selection
     from ..preregister import ANALYSIS_KEYS, facts_from_settings, seal_into, selection_criteria
@@ -928,18 +517,6 @@ def seal_analysis_plan(args):
         trial_cap_usd=args.trial_cap_usd,
     )
     seal_into(facts, selection, args.output)
-
-
-def _seal_run_plan_args(p):
-    p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--catalog", required=True, help="the selection's catalog", **FILE)
-    p.add_argument("--agent", required=True, type=setting("plans/items/*/agent"))
-    p.add_argument("--model", required=True, type=setting("plans/items/*/model"))
-    p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
-    p.add_argument("--attempts", required=True, type=setting("execute/attempts"))
-    p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
-    _trial_cap_usd(p, required=True)
-    _output(p)
 
 
 def seal_run_plan(args):
@@ -966,32 +543,6 @@ def seal_run_plan(args):
     write_outputs([json_output(args.output, plan)], about=plan)
 
 
-def _decide_step_args(p):
-    p.add_argument(
-        "--analysis-plan",
-        required=True,
-        help="the sealed analysis plan (read, never rebuilt: the workflow does not declare it)",
-        **FILE,
-    )
-    p.add_argument(
-        "--plan-sha256",
-        required=True,
-        type=types.sha256,
-        help="the seal the run was approved against (a plan sealed since is refused)",
-    )
-    p.add_argument(
-        "--harbor-plan", required=True, help="each configuration's Harbor run plan", **FILES
-    )
-    p.add_argument("--receipt", help="a trial receipt of the comparison (repeatable)", **FILES)
-    p.add_argument("--step", required=True, type=types.whole(0), metavar="N")
-    p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
-    p.add_argument(
-        "--max-cost-usd", required=True, type=setting("execute/max_cost_usd"), metavar="USD|"
-    )
-    _trial_cap_usd(p, required=True)
-    _output(p)
-
-
 def decide_step(args):
     from ..execute import comparison_sides, next_trials_afford, read_receipts
     from ..preregister import read_approved_plan
@@ -1007,20 +558,6 @@ def decide_step(args):
 
 
 # --- stage 6: the report and the artifact manifest ------------------------------------------
-def _report_input_args(p):
-    p.add_argument("--summary", required=True, **FILE)
-    p.add_argument("--import", dest="imports", required=True, **FILES)
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument("--receipt", required=True, **FILE)
-
-
-def _render_figures_args(p):
-    _report_input_args(p)
-    p.add_argument("--confidence", required=True, type=setting("report/confidence"))
-    p.add_argument("--figure", required=True, help="a figure to draw; its stem names it", **OUTS)
-    p.add_argument("--anatomy", help="the official failure anatomy", **FILE)
-
-
 def render_figures_job(args):
     render_figures(
         args.summary,
@@ -1033,111 +570,11 @@ def render_figures_job(args):
     )
 
 
-def _render_report_args(p):
-    _report_input_args(p)
-    p.add_argument("--run", help="a local run's summary.json (repeatable)", **FILES)
-    p.add_argument("--confidence", required=True, type=setting("report/confidence"))
-    p.add_argument("--settings-digest", required=True, type=types.sha256)
-    p.add_argument(
-        "--figure", required=True, help="a drawn figure to embed; its stem names it", **FILES
-    )
-    p.add_argument("--html", required=True, **OUT)
-    p.add_argument("--analysis", required=True, **OUT)
-    p.add_argument("--ledger", help="the executed trials' cost ledger", **FILE)
-    p.add_argument(
-        "--sequential-run", help="the sealed comparison's decision record (execute)", **FILE
-    )
-    p.add_argument("--anatomy", help="the official failure anatomy", **FILE)
-    p.add_argument("--run-anatomy", help="a local run's failure anatomy (repeatable)", **FILES)
-    p.add_argument("--task-table", help="the task table (at most once)", **FILES)
-    p.add_argument("--comparisons", help="the comparisons across revisions (at most once)", **FILES)
-    p.add_argument(
-        "--history",
-        type=setting("report/history"),
-        default=False,
-        help="show each configuration's history across the revisions of the results store",
-    )
-    p.add_argument(
-        "--history-partition",
-        help="another revision's partition of official_results or run_outcomes (repeatable)",
-        **FILES,
-    )
-    p.add_argument(
-        "--history-comparable",
-        help="a comparable subset between this revision and another (repeatable)",
-        **FILES,
-    )
-    p.add_argument(
-        "--history-outcomes", help="a run's outcomes.csv, beside its --run (repeatable)", **FILES
-    )
-
-
-def render_report_job(args):
-    from ..errors import AfbenchError
-
-    if len(args.task_table) > 1:
-        raise AfbenchError("one task table at most", field="--task-table")
-    if len(args.comparisons) > 1:
-        raise AfbenchError("one file of comparisons at most", field="--comparisons")
-    given = [args.history_partition, args.history_comparable, args.history_outcomes]
-    if not args.history and any(given):
-        raise AfbenchError(
-            "the history's inputs are given but the history is not asked for",
-            field="--history",
-            expected="true, with --history-partition, --history-comparable or --history-outcomes",
-            found="false",
-        )
-    history = None
-    if args.history:
-        history = {
-            "partitions": args.history_partition,
-            "comparable": args.history_comparable,
-            "outcomes": args.history_outcomes,
-        }
-    render_report(
-        args.summary,
-        args.imports,
-        args.catalog,
-        args.receipt,
-        args.run,
-        args.confidence,
-        args.settings_digest,
-        args.html,
-        args.analysis,
-        {path.stem: path for path in args.figure},
-        args.ledger,
-        args.anatomy,
-        args.run_anatomy,
-        args.task_table[0] if args.task_table else None,
-        args.comparisons[0] if args.comparisons else None,
-        sequential_path=args.sequential_run,
-        history=history,
-    )
-
-
-def _write_artifact_manifest_args(p):
-    p.add_argument("files", nargs="+", type=types.input_path, metavar="FILE")
-    p.add_argument("--root", required=True, type=types.input_path, metavar="DIR")
-    p.add_argument("--revision", required=True, type=setting("release/revision"))
-    p.add_argument("--config-digest", required=True, type=types.sha256)
-    _output(p)
-
-
 def write_artifact_manifest(args):
     from ..artifacts import build_manifest
 
     manifest = build_manifest(args.root, args.files, args.config_digest, args.revision)
     write_json(args.output, manifest)
-
-
-def _audit_directory_args(p):
-    p.add_argument(
-        "--manifest",
-        required=True,
-        help="the directory's artifact manifest: the directory audited is its folder",
-        **FILE,
-    )
-    _output(p)
 
 
 def audit_directory(args):
@@ -1147,30 +584,6 @@ def audit_directory(args):
 
 
 # --- the results store: this revision's tables in the dataset of every revision -----------
-def _store_results_args(p):
-    p.add_argument(
-        "--manifest",
-        required=True,
-        help="the revision's artifact manifest: the folder read is its folder (artifacts found "
-        "by their kind)",
-        **FILE,
-    )
-    p.add_argument("--revision", required=True, type=setting("release/revision"))
-    p.add_argument(
-        "--ledger",
-        help="the live cost ledger of `snakemake execute` (none yet: no entries); its entries of "
-        "the folder's trials are stored",
-        **FILE,
-    )
-    p.add_argument(
-        "--output",
-        dest="outputs",
-        required=True,
-        help="each table's partition, <store>/<table>/revision=<revision>/part-0.parquet",
-        **OUTS,
-    )
-
-
 def store_results(args):
     from ..ledger import read_entries
     from ..store import store_revision
@@ -1181,29 +594,12 @@ def store_results(args):
 
 
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
-def _analyse_failures_args(p):
-    p.add_argument("--import", dest="imports", required=True, **FILES)
-    p.add_argument(
-        "--near-miss-share",
-        required=True,
-        type=setting("anatomy/near_miss_share"),
-        help="a failure with at least this share of its obligations accepted is a near miss",
-    )
-    _output(p)
-
-
 def analyse_failures(args):
     from ..anatomy import official_anatomy
     from ..kinds import MODEL_IMPORT
 
     imports = [MODEL_IMPORT.read(path) for path in args.imports]
     write_json(args.output, official_anatomy(imports, args.near_miss_share))
-
-
-def _analyse_run_failures_args(p):
-    p.add_argument("--summary", required=True, help="the run's summary.json", **FILE)
-    p.add_argument("--outcomes", required=True, help="the run's outcomes.csv", **FILE)
-    _output(p)
 
 
 def analyse_run_failures(args):
@@ -1215,15 +611,16 @@ def analyse_run_failures(args):
     write_json(args.output, local_anatomy(summary, rows, str(args.outcomes)))
 
 
-def _analyse_tasks_args(p):
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument("--import", dest="imports", required=True, **FILES)
-    for key in ("shuffles", "seed", "alpha", "min_discrimination"):
-        flag = f"--{key.replace('_', '-')}"
-        p.add_argument(flag, required=True, type=setting(f"task_table/{key}"))
-    p.add_argument("--output", required=True, help="the task table", **OUT)
-    p.add_argument("--selection-name", type=types.name, help="the derived selection's name")
-    p.add_argument("--selection", help="the derived discriminative subset", **OUT)
+def pass_at_k(args):
+    from ..kinds import CATALOG, RUN_SUMMARY
+    from ..passk import read_attempt_rows, run_pass_at_k
+
+    summary = RUN_SUMMARY.read(args.summary)
+    rows = read_attempt_rows(args.attempts)
+    catalog = CATALOG.read(args.catalog)
+    write_json(
+        args.output, run_pass_at_k(summary, rows, str(args.attempts), catalog, args.confidence)
+    )
 
 
 def analyse_tasks(args):
@@ -1251,21 +648,6 @@ def analyse_tasks(args):
 
 
 # --- stage 7 (opt-in): trials ---------------------------------------------------------------
-def _plan_fields(p: argparse.ArgumentParser) -> None:
-    """What write-plan builds a plan from: run-trial rebuilds the plan from the same."""
-    p.add_argument("--catalog", required=True, **FILE)
-    p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--agent", required=True, type=setting("plans/items/*/agent"))
-    p.add_argument(
-        "--model", type=setting("plans/items/*/model"), help="provider/model (agents that call one)"
-    )
-    p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--tasks-dir", required=True, type=setting("plans/tasks_dir"), metavar="DIR")
-    p.add_argument("--jobs-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument("--environment-type", required=True, type=setting("plans/environment_type"))
-    p.add_argument("--harbor", required=True, type=setting("plans/harbor"), metavar="EXECUTABLE")
-
-
 def _built_plan(args: argparse.Namespace) -> dict:
     from ..catalog import read_selection
     from ..plan import build_plan
@@ -1281,89 +663,6 @@ def _built_plan(args: argparse.Namespace) -> dict:
         args.jobs_dir,
         args.environment_type,
         args.harbor,
-    )
-
-
-def _run_trial_args(p):
-    p.add_argument("--plan", required=True, **FILE)
-    _plan_fields(p)
-    p.add_argument("--task", required=True, type=types.name, metavar="ID")
-    p.add_argument("--attempt", required=True, type=types.whole(1), metavar="N")
-    p.add_argument(
-        "--env",
-        action="append",
-        default=[],
-        type=types.pair(right=types.text),
-        metavar="NAME=VALUE",
-        help="extra environment for the steps (repeatable)",
-    )
-    p.add_argument(
-        "--pass-env",
-        action="append",
-        default=[],
-        type=types.variable,
-        metavar="NAME",
-        help="a variable of this job's environment the steps get too (repeatable)",
-    )
-    p.add_argument(
-        "--allow-model-agent",
-        required=True,
-        type=setting("execute/allow_model_agents"),
-        help="true lets an agent other than nop/oracle run (it spends money)",
-    )
-    p.add_argument(
-        "--max-cost-usd",
-        required=True,
-        type=setting("execute/max_cost_usd"),
-        metavar="USD|",
-        help="the run's ceiling (empty: none; an agent that may call a model needs one)",
-    )
-    _trial_cap_usd(p, required=False)
-    p.add_argument(
-        "--rerun-interrupted",
-        default=False,
-        type=setting("execute/rerun_interrupted"),
-        help="true runs again a paid trial whose earlier copy was interrupted",
-    )
-    p.add_argument(
-        "--meter-interval-s",
-        default=5.0,
-        type=setting("execute/meter_interval_s"),
-        metavar="S",
-        help="how often a running trial's visible cost is read",
-    )
-    p.add_argument(
-        "--earlier-receipt",
-        help="a receipt of the round before in a partial run (repeatable)",
-        **FILES,
-    )
-    p.add_argument(
-        "--partial-round",
-        default=None,
-        type=types.optional(types.whole(1)),
-        metavar="N|",
-        help="the trial's round in a partial run (empty: not a partial run)",
-    )
-    p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
-    p.add_argument("--output", required=True, help="the trial receipt", **OUT)
-    p.add_argument(
-        "--status-page",
-        type=types.optional(types.output_path),
-        metavar="FILE|",
-        help="the run's status page, rewritten once the receipt is written (afbench.watch)",
-    )
-    p.add_argument(
-        "--status-receipts",
-        type=types.optional_input_path,
-        metavar="DIR|",
-        help="the folder of the run's trial receipts, for the status page",
-    )
-    p.add_argument("--status-plan", help="a sealed run plan, for the status page", **FILES)
-    p.add_argument(
-        "--status-steps",
-        type=types.optional_input_path,
-        metavar="DIR|",
-        help="the sealed comparison's steps, for the status page (empty: none)",
     )
 
 
@@ -1432,19 +731,6 @@ def run_trial(args):
 run_trial.takes_its_own_turn = True
 
 
-def _checksum_tasks_args(p):
-    p.add_argument("--selection", required=True, **FILE)
-    p.add_argument("--repository-dir", required=True, type=types.nonempty, metavar="DIR")
-    p.add_argument(
-        "--repository-name",
-        type=types.nonempty,
-        metavar="DIR",
-        help="the checkout as the config names it: what the record names the exporter under",
-    )
-    _export_folder_flag(p)
-    _output(p)
-
-
 def checksum_tasks(args):
     from ..conformance import exported_checksums
     from ..kinds import SELECTION
@@ -1457,165 +743,23 @@ def checksum_tasks(args):
     write_json(args.output, checksums)
 
 
-def _write_cost_ledger_args(p):
-    p.add_argument("--receipt", required=True, help="a trial receipt (repeatable)", **FILES)
-    p.add_argument("--ledger", required=True, help="the run's live cost ledger", **FILE)
-    p.add_argument("--max-cost-usd", required=True, type=setting("execute/max_cost_usd"))
-    _output(p)
-
-
 def write_cost_ledger(args):
     from ..ledger import build_ledger
 
     write_json(args.output, build_ledger(args.ledger, args.receipt, args.max_cost_usd))
 
 
-JOBS: dict[str, Job] = {
-    "build-demo-upstream": Job(
-        "the demo release's git repository, at its reproducible commit",
-        _build_demo_upstream_args,
-        build_demo_upstream,
-    ),
-    "fetch-file": Job(
-        "fetch one release file and check it against its pin", _fetch_file_args, fetch_file
-    ),
-    "write-release-identity": Job(
-        "the release identity every artifact carries",
-        _write_release_identity_args,
-        write_release_identity,
-    ),
-    "verify-file": Job(
-        "re-hash one fetched file against its pin: its verified-file record",
-        _verify_file_args,
-        verify_file,
-    ),
-    "verify-release": Job(
-        "the release's receipt from its verified-file records",
-        _verify_release_args,
-        verify_release,
-    ),
-    "discover-release": Job(
-        "read pins, paths and columns from an upstream checkout",
-        _discover_release_args,
-        discover_release,
-    ),
-    "export-catalog": Job(
-        "the source-free task catalog from verified MANIFEST and SOURCES",
-        _export_catalog_args,
-        export_catalog,
-    ),
-    "select-tasks": Job("one named selection of the catalog", _select_tasks_args, select_tasks),
-    "digest-tasks": Job(
-        "every task's content digests: catalog, and the exported task's parts",
-        _digest_tasks_args,
-        digest_tasks,
-    ),
-    "diff-releases": Job(
-        "two revisions compared task by task, and the unchanged tasks as a selection",
-        _diff_releases_args,
-        diff_releases_job,
-    ),
-    "plan-upgrade": Job(
-        "the upgrade plan: reuse, regrade, rerun or drop per task, and its cost",
-        _plan_upgrade_args,
-        plan_upgrade,
-    ),
-    "compare-revisions": Job(
-        "results of two revisions compared on the tasks the diff calls unchanged",
-        _compare_revisions_args,
-        compare_revisions_job,
-    ),
-    "write-plan": Job(
-        "a Harbor 0.22.0 run plan for one selection and agent", _write_plan_args, write_plan
-    ),
-    "import-model": Job(
-        "one model's official results against the catalog", _import_model_args, import_model
-    ),
-    "compare-models": Job(
-        "the like-for-like comparison: summary and leaderboard",
-        _compare_models_args,
-        compare_models_job,
-    ),
-    "import-run": Job(
-        "a local run's Harbor job or verdict folders", _import_run_args, import_run_job
-    ),
-    "import-executed": Job(
-        "the executed trials of one selection as a local run",
-        _import_executed_args,
-        import_executed,
-    ),
-    "render-figures": Job(
-        "the report's figures, from the models' numbers", _render_figures_args, render_figures_job
-    ),
-    "render-report": Job(
-        "the analysis and the HTML report, embedding the figures",
-        _render_report_args,
-        render_report_job,
-    ),
-    "analyse-failures": Job(
-        "why the official models' failed tasks failed, one class each",
-        _analyse_failures_args,
-        analyse_failures,
-    ),
-    "analyse-run-failures": Job(
-        "why a local run's tasks failed, one class each (advisory infrastructure classes)",
-        _analyse_run_failures_args,
-        analyse_run_failures,
-    ),
-    "analyse-tasks": Job(
-        "the task table (solves, discrimination, difficulty) and the discriminative subset",
-        _analyse_tasks_args,
-        analyse_tasks,
-    ),
-    "write-artifact-manifest": Job(
-        "every artifact with its SHA-256", _write_artifact_manifest_args, write_artifact_manifest
-    ),
-    "audit-directory": Job(
-        "every relation between a results directory's artifacts, checked",
-        _audit_directory_args,
-        audit_directory,
-    ),
-    "store-results": Job(
-        "this revision's tables as Parquet in the results store of every revision",
-        _store_results_args,
-        store_results,
-    ),
-    "plan-power": Job(
-        "the run planner: tasks for a difference, or the difference for tasks",
-        _plan_power_args,
-        plan_power_job,
-    ),
-    "seal-analysis-plan": Job(
-        "the sealed analysis plan of a paired comparison (never replaced)",
-        _seal_analysis_plan_args,
-        seal_analysis_plan,
-    ),
-    "seal-run-plan": Job(
-        "the sealed plan of a paid run of one configuration",
-        _seal_run_plan_args,
-        seal_run_plan,
-    ),
-    "decide-step": Job(
-        "a sealed comparison after one step of its run: the decision, or what runs next",
-        _decide_step_args,
-        decide_step,
-    ),
-    "decide-comparison": Job(
-        "the sealed comparison's decision record: its last step, derived again",
-        _decide_step_args,
-        decide_step,
-    ),
-    "run-trial": Job(
-        "one planned trial: export, check, harbor run; its receipt", _run_trial_args, run_trial
-    ),
-    "checksum-tasks": Job(
-        "the exporter's output for a selection's tasks, as Harbor's task checksums",
-        _checksum_tasks_args,
-        checksum_tasks,
-    ),
-    "write-cost-ledger": Job(
-        "the cost ledger of the executed trials, from the live ledger",
-        _write_cost_ledger_args,
-        write_cost_ledger,
-    ),
-}
+# summary: str; arguments(parser); run(args) -> warning lines or None. A namedtuple from
+# collections, not typing.NamedTuple: importing typing costs every job's start-up ~10 ms CPU.
+Job = namedtuple("Job", "summary arguments run")
+
+
+def _job(verb: str, signature) -> Job:
+    """The verb's parser from its signature (cli.signatures) and its handler: the function of
+    this module named after it (`<name>_job` where `<name>` is the action both doors call)."""
+    name = {"decide-comparison": "decide-step"}.get(verb, verb).replace("-", "_")
+    run = globals().get(f"{name}_job") or globals()[name]
+    return Job(signature.summary, lambda parser: add(parser, signature.args), run)
+
+
+JOBS: dict[str, Job] = {verb: _job(verb, signature) for verb, signature in SIGNATURES.items()}

@@ -298,6 +298,14 @@ def _anatomy(r: dict) -> str:
     return f"failure anatomy of run {r['run']}: {_n(failures, 'task')} not accepted"
 
 
+def _pass_at_k(r: dict) -> str:
+    estimated = sum(bool(c["estimates"]) for c in r["configurations"])
+    return (
+        f"pass@k of run {r['run']}: {estimated} of "
+        f"{_n(len(r['configurations']), 'configuration')} estimated"
+    )
+
+
 def _task_table(r: dict) -> str:
     shown = "difficulties reported" if r["difficulties_reported"] else "difficulties withheld"
     return (
@@ -347,4 +355,5 @@ DESCRIBERS: dict[str, Callable[[dict], str]] = {
     "FAILURE_ANATOMY": _anatomy,
     "RUN_FAILURE_ANATOMY": _anatomy,
     "TASK_TABLE": _task_table,
+    "PASS_AT_K": _pass_at_k,
 }

@@ -27,6 +27,7 @@ from .actions import (
     published_warnings,
     render_report,
 )
+from .signatures import add, pick, values
 
 RELEASE = "--release-dir"
 CONDITIONS = ("source-present", "source-free")
@@ -59,28 +60,15 @@ def _config(args: argparse.Namespace) -> dict:
 
 
 def _selection_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--book",
-        action="append",
-        default=[],
-        type=types.name,
-        metavar="SOURCE_ID",
-        help="keep tasks of this source (repeatable)",
-    )
-    p.add_argument(
-        "--task",
-        action="append",
-        default=[],
-        type=types.name,
-        metavar="ID",
-        help="keep this task (repeatable)",
-    )
-    limit = setting("selections/*/limit")
-    p.add_argument("--limit", type=limit, metavar="N", help="the first N selected tasks")
-    types.stratified_flags(p)
+    """select-tasks' choice of tasks (its --source is --book here)."""
+    book = {"flag": "--book", "dest": "book"}
+    add(p, pick("select-tasks", "source", "task", "limit", *STRATIFIED, source=book))
     p.add_argument(
         "--name", type=types.name, help="the selection's name (default: the output file's stem)"
     )
+
+
+STRATIFIED = ("stratified_tasks", "stratified_seed")
 
 
 def _selection_wanted(args: argparse.Namespace) -> bool:
@@ -269,25 +257,11 @@ def _plan_args(p):
     p.add_argument(
         RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
     )
-    p.add_argument(
-        "--repository-dir",
-        required=True,
-        type=types.nonempty,
-        metavar="DIR",
-        help="absolute path of an upstream checkout at the pinned revision",
-    )
+    add(p, pick("write-plan", "repository_dir"))
     _selection_flags(p)
-    p.add_argument(
-        "--agent",
-        default="nop",
-        type=setting("plans/items/*/agent"),
-        help="Harbor agent (default nop) or module.path:ClassName",
-    )
-    p.add_argument(
-        "--model",
-        type=setting("plans/items/*/model"),
-        help="provider/model, required for agents other than nop",
-    )
+    agent = {"required": False, "default": "nop"}
+    agent["help"] = "Harbor agent (default nop) or module.path:ClassName"
+    add(p, pick("write-plan", "agent", "model", agent=agent))
     p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
 
 
@@ -450,30 +424,8 @@ def verify(args):
 
 
 def _import_run_args(p):
-    p.add_argument("--selection", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument("--name", required=True, type=types.name, help="the run's name")
-    p.add_argument("--kind", required=True, type=setting("runs/*/kind"))
-    p.add_argument(
-        "--path",
-        required=True,
-        action="append",
-        type=types.input_tree,
-        metavar="DIR",
-        help="a Harbor job folder or a verdict folder (repeatable)",
-    )
-    p.add_argument(
-        "--budget-usd",
-        type=setting("runs/*/budget_usd"),
-        help="the budget audit's budget (default: the release's nominal budget)",
-    )
-    p.add_argument(
-        "--task-checksums",
-        type=types.input_path,
-        metavar="FILE",
-        help="the exporter's output for the selection (`afbench job checksum-tasks`), which "
-        "the trials' task checksums are compared with; without it no run is certified "
-        "conformant",
-    )
+    shared = pick("import-run", *IMPORT_RUN_SHARED, budget_usd={"required": False})
+    add(p, shared)
     p.add_argument(
         "--output-dir",
         required=True,
@@ -481,6 +433,9 @@ def _import_run_args(p):
         metavar="DIR",
         help="writes summary.json, outcomes.csv and attempts.csv there",
     )
+
+
+IMPORT_RUN_SHARED = ("selection", "name", "kind", "path", "budget_usd", "task_checksums")
 
 
 def import_run_command(args):
@@ -496,55 +451,14 @@ def import_run_command(args):
     )
 
 
+# the report's options are render-report's, its confidence defaulted as the config's
+REPORT_SHARED = ("summary", "imports", "catalog", "receipt", "run", "confidence", "anatomy")
+REPORT_SHARED += ("run_anatomy", "task_table", "comparisons")
+
+
 def _report_args(p):
-    p.add_argument("--summary", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument(
-        "--import",
-        dest="imports",
-        action="append",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-    )
-    p.add_argument("--catalog", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument("--receipt", required=True, type=types.input_path, metavar="FILE")
-    p.add_argument(
-        "--run",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="repeatable",
-    )
-    p.add_argument(
-        "--confidence", default=default("report/confidence"), type=setting("report/confidence")
-    )
-    p.add_argument(
-        "--anatomy",
-        type=types.input_path,
-        metavar="FILE",
-        help="the official failure anatomy (afbench job analyse-failures)",
-    )
-    p.add_argument(
-        "--run-anatomy",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="a local run's failure anatomy (repeatable; with --anatomy)",
-    )
-    p.add_argument(
-        "--task-table",
-        type=types.input_path,
-        metavar="FILE",
-        help="the task table (afbench job analyse-tasks)",
-    )
-    p.add_argument(
-        "--comparisons",
-        type=types.input_path,
-        metavar="FILE",
-        help="the comparisons with the previous revision (afbench compare-revisions --output)",
-    )
+    confidence = {"required": False, "default": default("report/confidence")}
+    add(p, pick("render-report", *REPORT_SHARED, confidence=confidence))
     p.add_argument(
         "--output-dir",
         required=True,
@@ -556,23 +470,9 @@ def _report_args(p):
 
 def report(args):
     out = args.output_dir
-    render_report(
-        args.summary,
-        args.imports,
-        args.catalog,
-        args.receipt,
-        args.run,
-        args.confidence,
-        None,
-        out / REPORT_FILES["html"],
-        out / REPORT_FILES["analysis"],
-        None,
-        None,
-        args.anatomy,
-        args.run_anatomy,
-        args.task_table,
-        args.comparisons,
-    )
+    shared = {name: getattr(args, name) for name in REPORT_SHARED}
+    files = {key: out / name for key, name in REPORT_FILES.items()}
+    render_report(values("render-report", **shared, **files, figure=None))
 
 
 def _export_args(p):
@@ -1068,10 +968,9 @@ def diff(args):
 
 
 def _compare_revisions_args(p):
-    from .jobs import compare_revisions_args
-
-    compare_revisions_args(p, confidence_default=default("report/confidence"))
-    p.add_argument("--output", type=types.output_path, metavar="FILE", help="writes the JSON")
+    confidence = {"required": False, "default": default("report/confidence")}
+    output = {"required": False, "help": "writes the JSON"}
+    add(p, pick("compare-revisions", confidence=confidence, output=output))
 
 
 def compare_revisions(args):
@@ -1169,18 +1068,9 @@ def demo_generate(args):
 
 
 def _demo_repo_args(p):
-    p.add_argument(
-        "--release-files",
-        default="resources/demo-release",
-        type=types.input_path,
-        help="the demo release files to commit (default: resources/demo-release)",
-    )
-    p.add_argument(
-        "--upgrade-files",
-        type=types.input_path,
-        metavar="DIR",
-        help="commit the release's second revision too: these files over the first",
-    )
+    release = {"required": False, "default": "resources/demo-release", "metavar": None}
+    release["help"] = "the demo release files to commit (default: resources/demo-release)"
+    add(p, pick("build-demo-upstream", "release_files", "upgrade_files", release_files=release))
     p.add_argument("--out", required=True, type=types.output_dir(), help="the repository's folder")
 
 

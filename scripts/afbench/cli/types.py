@@ -182,24 +182,6 @@ def counts(value: str) -> dict[str, int]:
     return dict(zip(("tasks", "sources", "obligations"), map(at_least_one, parts), strict=True))
 
 
-def stratified_flags(p: argparse.ArgumentParser) -> None:
-    """A stratified selection's flags, for both doors."""
-    from ..settings import converter as setting
-
-    p.add_argument(
-        "--stratified-tasks",
-        type=setting("selections/*/stratified/tasks"),
-        metavar="N",
-        help="draw N tasks proportionally per source (largest remainder); needs --stratified-seed",
-    )
-    p.add_argument(
-        "--stratified-seed",
-        type=setting("selections/*/stratified/seed"),
-        metavar="S",
-        help="the draw's seed: per source, the tasks with the lowest sha256(f'{S}:{task_id}')",
-    )
-
-
 def stratified(args: argparse.Namespace) -> dict | None:
     """{tasks, seed} from the two flags (both or neither), or None."""
     tasks, seed = args.stratified_tasks, args.stratified_seed

@@ -6,6 +6,7 @@ from __future__ import annotations
 from . import ANY, Field, Kind, ListOf, MapOf, Shape, Table
 from .official import BUDGET_AUDIT
 from .release import RELEASE
+from .stats import CLUSTERED_RATE
 
 OUTCOME_VALUES = ("accepted", "rejected", "unverified", "error", "incomplete", "missing")
 ATTEMPT_OUTCOMES = OUTCOME_VALUES[:-1]
@@ -379,4 +380,46 @@ ATTEMPTS = Table(
         "rerun of an errored trial): then no attempt of its own; empty: it counts",
     ),
     doc="attempts.csv: one row per trial (or verdict)",
+)
+PASS_AT_K_ESTIMATE = Shape(
+    "pass@k estimate",
+    Field("k", int, minimum=1, unit="attempts"),
+    Field(
+        "clustered",
+        CLUSTERED_RATE,
+        doc="the mean over tasks of each task's unbiased pass@k, its CR2 interval over sources",
+    ),
+)
+PASS_AT_K = Kind(
+    "afbench run pass-at-k",
+    Field("run", str, category=True),
+    Field("estimator", str),
+    Field("attempt_rule", str),
+    Field("confidence", float),
+    Field(
+        "configurations",
+        ListOf(
+            Shape(
+                "pass@k configuration",
+                Field("configuration", str, category=True),
+                Field("tasks", int, minimum=0, unit="tasks"),
+                Field(
+                    "attempts",
+                    int,
+                    minimum=0,
+                    unit="trials",
+                    doc="attempts.csv rows that are attempts: a replaced one is not",
+                ),
+                Field("replaced_attempts", int, minimum=0, unit="trials"),
+                Field("attempts_per_task", ListOf(int), doc="the distinct numbers, ascending"),
+                Field(
+                    "estimates",
+                    ListOf(PASS_AT_K_ESTIMATE),
+                    doc="k = 1 up to the fewest attempts any task has; empty: see note",
+                ),
+                Field("note", str, null=True, doc="why there is no estimate; null: there are"),
+            )
+        ),
+    ),
+    doc="pass@k of each configuration of a run, from its attempts (`afbench job pass-at-k`)",
 )
