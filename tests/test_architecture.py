@@ -325,3 +325,28 @@ def test_each_module_s_tests_are_found_by_its_name():
     named = {_test_file(m) for m in modules} | wholes
     unnamed = sorted(p.name for p in (REPO / "tests").glob("test_*.py") if p not in named)
     assert unnamed == [], f"test files named after no module and no whole: {unnamed}"
+
+
+def test_the_report_analysis_and_the_sealed_settings_are_read_by_their_declared_names():
+    """Every reader of analysis.json (and of an analysis plan's settings) reads them through a
+    view of their kind (`ANALYSIS.view(analysis).leaderboard`), whose names are the declared
+    fields: no string key of them anywhere in the package, where a renamed field would be a
+    KeyError, or with `.get` a silent None, on some path no test takes."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            keyed = (
+                isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "analysis"
+                and isinstance(node.slice, ast.Constant)
+            ) or (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "get"
+                and isinstance(node.func.value, ast.Name)
+                and node.func.value.id == "analysis"
+            )
+            if keyed:
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert found == [], f"analysis read by string keys: {found}"

@@ -152,6 +152,43 @@ def test_placeholders_are_the_least_value_of_each_type():
     assert placeholder(Field("a", ITEM)) == {"name": "", "count": 0, "note": None}
 
 
+def test_a_view_reads_a_record_by_its_declared_field_names():
+    record = declared(kinds.ANALYSIS, confidence=0.95)
+    view = kinds.ANALYSIS.view(record)
+    assert view.confidence == 0.95 and view.leaderboard is record["leaderboard"]
+    assert "anatomy" not in record and view.anatomy is None  # optional, absent
+    assert kinds.ANALYSIS.view(view).record is record
+    with pytest.raises(AttributeError, match="afbench analysis declares no field 'confidenc'"):
+        view.confidenc  # noqa: B018
+    del record["confidence"]
+    with pytest.raises(KeyError):  # a declared field the record lacks: it was never read
+        view.confidence  # noqa: B018
+    with pytest.raises(AttributeError, match="read-only"):
+        view.confidence = 0.5
+
+
+def test_a_failed_task_holds_the_fields_of_the_record_it_was_made_from():
+    """A failure anatomy's failed task is its per-task result's fields (a local run's its
+    outcomes row's), the same declarations: a null rule or unit changed there changes here."""
+    from afbench.kinds.analysis import FAILED_TASK, LOCAL_FAILED_TASK
+
+    for failed, source in ((FAILED_TASK, kinds.TASK_RESULT), (LOCAL_FAILED_TASK, kinds.OUTCOMES)):
+        own = {"class", "advisory"}
+        shared = [f for f in failed.fields if f.name not in own]
+        assert shared and all(f is source.field(f.name) for f in shared), failed.name
+    with pytest.raises(KeyError, match="no field 'nope'"):
+        kinds.TASK_RESULT.take("task_id", "nope")
+    bad = declared(kinds.FAILURE_ANATOMY)
+    bad["models"] = [
+        {
+            **placeholder(Field("m", kinds.FAILURE_ANATOMY.field("models").type.of)),
+            "failed_tasks": [{**placeholder(Field("t", FAILED_TASK)), "cost_usd": None}],
+        }
+    ]
+    with pytest.raises(AfbenchError, match=r"models\[0\]\.failed_tasks\[0\]\.cost_usd"):
+        kinds.FAILURE_ANATOMY.check(bad, "anatomy.json")
+
+
 # --- the shipped JSON Schemas --------------------------------------------------------------------
 def test_the_shipped_schemas_are_the_ones_the_declarations_generate():
     """`make schemas` writes them; a declaration changed without them fails here."""

@@ -196,7 +196,18 @@ HOSTILE = {
     "unknown event": (line(event="spend"), "field 'event'"),
     "boolean pid": (line(pid=True), "field 'pid'"),
     "infinite cost": (line()[:-1] + b', "cost_usd": 1e999}', "overflows"),
+    # each field as LEDGER_ENTRY declares it: its form, its closed set, its null rule
+    "job name a path": (line(job_name="../j1"), "field 'job_name'"),
+    "stopped otherwise": (line(stopped="never"), "field 'stopped'"),
+    "trials null": (line(trials=None), "field 'trials'"),
 }
+
+
+def test_a_ledger_field_declared_nullable_may_be_null(tmp_path):
+    path = tmp_path / "jobs.ledger.jsonl"
+    path.write_bytes(line(running_cost_usd=None, stopped=None, slurm_job_id=None) + b"\n")
+    [entry] = ledger.read_entries(path)
+    assert entry["running_cost_usd"] is None and entry["stopped"] is None
 
 
 @pytest.mark.parametrize("case", sorted(HOSTILE))

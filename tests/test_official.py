@@ -124,6 +124,33 @@ def test_each_rule_names_file_row_and_field(
     assert f"{PATH}: row {index + 2}: field '{field}'" in str(err.value)
 
 
+def _declared_cells():
+    from afbench.kinds.official import RESULTS_ROW
+
+    for f in RESULTS_ROW.fields:
+        yield pytest.param(f.name, "", not f.null, id=f"{f.name}-empty")
+        if f.minimum is not None:
+            below = f.minimum - 1
+            yield pytest.param(f.name, str(below), True, id=f"{f.name}-below-least")
+
+
+@pytest.mark.parametrize("field,value,refused", list(_declared_cells()))
+def test_a_results_row_is_read_as_its_declaration_says(
+    tmp_path, release_files, demo_yaml, field, value, refused
+):
+    """RESULTS_ROW (afbench.kinds.official) is the upstream row the reader checks: an empty
+    cell is refused where the field may not be null, a number below its least value always,
+    each naming the row and the field."""
+    index = first_failed(release_files)
+    data = mutated(release_files, index, **{field: value})
+    if not refused:
+        import_with(tmp_path, release_files, demo_yaml, data)
+        return
+    with pytest.raises(AfbenchError) as err:
+        import_with(tmp_path, release_files, demo_yaml, data)
+    assert f"{PATH}: row {index + 2}: field '{field}'" in str(err.value)
+
+
 @pytest.mark.parametrize("door", ["import-results", "job import-model"])
 @pytest.mark.parametrize("cost", ["1e308", "1e400", "inf"])
 def test_a_cost_beyond_the_usd_ceiling_is_a_refusal_not_an_overflow(

@@ -658,13 +658,14 @@ def analyse(
 # --- relations (afbench.kinds.relations): the report's analysis against what it read --------
 def analysis_of_summary(analysis: dict, summary: dict) -> list[Problem]:
     """ANALYSIS_OF_SUMMARY: the analysis shows the summary's models with its counts."""
-    if (analysis["source_condition"], analysis["budget_usd"]) != (
+    analysis = ANALYSIS.view(analysis)
+    if (analysis.source_condition, analysis.budget_usd) != (
         summary["source_condition"],
         summary["budget_usd"],
     ):
         return []  # the analysis of another condition's imports
     rows = {r["model"]: r for r in summary["leaderboard"]}
-    shown = {r["model"]: r for r in analysis["leaderboard"]}
+    shown = {r["model"]: r for r in analysis.leaderboard}
     problems = []
     if sorted(rows) != sorted(shown):
         problems.append(
@@ -691,23 +692,25 @@ def analysis_of_summary(analysis: dict, summary: dict) -> list[Problem]:
 
 def analysis_of_receipt(analysis: dict, receipt: dict) -> list[Problem]:
     """ANALYSIS_OF_RECEIPT: the provenance the report shows is the receipt's files."""
-    if analysis["provenance"]["files"] == receipt["files"]:
+    analysis = ANALYSIS.view(analysis)
+    if analysis.provenance["files"] == receipt["files"]:
         return []
     return [
         Problem(
             "the provenance shown is not the receipt's files",
             field="provenance.files",
             expected=f"{len(receipt['files'])} files as verified",
-            found=f"{len(analysis['provenance']['files'])} files",
+            found=f"{len(analysis.provenance['files'])} files",
         )
     ]
 
 
 def analysis_of_run(analysis: dict, run: dict) -> list[Problem]:
     """ANALYSIS_OF_RUN: each configuration of the run the report shows has the run's counts."""
+    analysis = ANALYSIS.view(analysis)
     problems = []
     configurations = {c["configuration"]: c for c in run["configurations"]}
-    for index, shown in enumerate(analysis["local_runs"]):
+    for index, shown in enumerate(analysis.local_runs):
         if shown["run"] != run["run"]:
             continue
         config = configurations.get(shown["configuration"])

@@ -11,6 +11,8 @@ import contextlib
 import functools
 import io
 
+from .kinds import ANALYSIS
+
 STYLE = {
     "svg.hashsalt": "afbench",
     "svg.fonttype": "none",
@@ -465,24 +467,24 @@ def failures_figure(anatomy: dict) -> str:
 
 def names(analysis: dict) -> list[str]:
     """The report's figures for this analysis, by name (make_figures draws them)."""
-    paired = ["paired"] if analysis["paired"]["pairs"] else []
-    failures = ["failures"] if (analysis.get("anatomy") or {}).get("official") else []
+    analysis = ANALYSIS.view(analysis)
+    paired = ["paired"] if analysis.paired["pairs"] else []
+    failures = ["failures"] if (analysis.anatomy or {}).get("official") else []
     return ["leaderboard", "cost_success", "per_source", *paired, *failures]
 
 
 def make_figures(analysis: dict) -> dict[str, str]:
     """Every figure of the report, name -> SVG text."""
-    board = analysis["leaderboard"]
+    analysis = ANALYSIS.view(analysis)
+    board = analysis.leaderboard
     models = [r["model"] for r in board]
     labels = {r["model"]: r["display_name"] for r in board}
-    cost = analysis["cost_success"]
+    cost = analysis.cost_success
     draw = {
-        "leaderboard": lambda: leaderboard_figure(board, analysis["confidence"]),
-        "cost_success": lambda: cost_figure(
-            cost["models"], cost["frontier"], analysis["budget_usd"]
-        ),
-        "per_source": lambda: per_source_figure(analysis["per_source"], models, labels),
-        "paired": lambda: pairs_figure(models, labels, analysis["paired"]["pairs"]),
-        "failures": lambda: failures_figure(analysis["anatomy"]),
+        "leaderboard": lambda: leaderboard_figure(board, analysis.confidence),
+        "cost_success": lambda: cost_figure(cost["models"], cost["frontier"], analysis.budget_usd),
+        "per_source": lambda: per_source_figure(analysis.per_source, models, labels),
+        "paired": lambda: pairs_figure(models, labels, analysis.paired["pairs"]),
+        "failures": lambda: failures_figure(analysis.anatomy),
     }
     return {name: draw[name]() for name in names(analysis)}

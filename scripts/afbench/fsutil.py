@@ -18,9 +18,10 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from . import kinds
 from .errors import AfbenchError
 
-SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")  # used with fullmatch: "t1\n" is refused
+SAFE_NAME = re.compile(kinds.SAFE_NAME)  # used with fullmatch: "t1\n" is refused
 SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")  # OWASP CSV injection
 
 

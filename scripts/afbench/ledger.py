@@ -38,8 +38,8 @@ from pathlib import Path
 from .budget import MAX_USD, USD_RULE
 from .errors import AfbenchError, Problem
 from .fsutil import parse_json_bytes
-from .kinds import COST_LEDGER, TRIAL_RECEIPT
-from .kinds.execution import LEDGER_ENTRY, LEDGER_TRIAL
+from .kinds import COST_LEDGER, FORMS, TRIAL_RECEIPT, Field
+from .kinds.execution import LEDGER_ENTRY, LEDGER_REQUIRED, LEDGER_TRIAL
 from .locking import append_event, gone, held, read_bytes
 
 NOTE = (
@@ -53,10 +53,12 @@ NOTE = (
 )
 WHAT = "cost ledger"
 EVENTS = LEDGER_ENTRY.field("event").values
-NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 # --- the strict reader ----------------------------------------------------------------------
+# Each field is read as LEDGER_ENTRY declares it (its type, null rule, least value, closed set,
+# form), within the bounds every input of afbench keeps: text of at most 10,000 characters, a
+# whole number up to 10**9, dollars finite and at most MAX_USD.
 def _text(value: object) -> bool:
     return isinstance(value, str) and 0 < len(value) <= 10_000
 
@@ -74,36 +76,34 @@ def _count(low: int) -> Callable[[object], bool]:
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and low <= v <= 10**9
 
 
-FIELD_CHECKS: dict[str, tuple[Callable[[object], bool], str]] = {
-    "job_name": (lambda v: isinstance(v, str) and NAME.fullmatch(v) is not None, "a job name"),
-    "task_id": (_text, "a task id"),
-    "attempt": (_count(1), "a whole number >= 1"),
-    "agent": (_text, "an agent name"),
-    "model": (lambda v: v is None or _text(v), "a provider/model or null"),
-    "host": (_text, "a host name"),
-    "pid": (_count(1), "a process id (a whole number >= 1)"),
-    "slurm_job_id": (lambda v: v is None or _text(v), "a SLURM job id or null"),
-    "at": (_text, "a time stamp"),
-    "worst_case_usd": (_usd, USD_RULE),
-    "cost_usd": (_usd, USD_RULE),
-    "cap_usd": (_usd, USD_RULE),
-    "overshoot_usd": (_usd, USD_RULE),
-    "held_usd": (_usd, USD_RULE),
-    "running_cost_usd": (lambda v: v is None or _usd(v), "USD or null"),
-    "cost_reported": (lambda v: isinstance(v, bool), "true or false"),
-    "trials": (_count(0), "a whole number >= 0"),
-    "stopped": (lambda v: v in (None, "cap", "ceiling"), "null, 'cap' or 'ceiling'"),
-    "reason": (_text, "the reason, as text"),
-    "lock": (_text, "the trial's lock file"),
-}
-COMMON = ("job_name", "task_id", "attempt", "agent", "model", "host", "pid", "at")
-REQUIRED = {
-    "start": (*COMMON, "worst_case_usd"),
-    "finish": (*COMMON, "cost_usd", "cost_reported", "trials"),
-    "released": (*COMMON, "reason"),
-    "interrupted": (*COMMON, "held_usd", "reason"),
-    "refused": (*COMMON, "reason"),
-}
+def _check_of(field: Field) -> tuple[Callable[[object], bool], str]:
+    """The check of one declared field's value, and what it expects, in words."""
+    if field.type is bool:
+        check, said = (lambda v: isinstance(v, bool)), "true or false"
+    elif field.type is int:
+        low = int(field.minimum or 0)
+        check, said = _count(low), f"a whole number >= {low}"
+    elif field.type is float and field.unit == "USD" and field.minimum == 0:
+        check, said = _usd, USD_RULE
+    elif field.type is str and field.values:
+        values = field.values
+        check = values.__contains__
+        said = " or ".join(f"'{v}'" for v in values)
+    elif field.type is str and field.pattern is not None:
+        form = re.compile(field.pattern).fullmatch
+        check = lambda v: _text(v) and form(v) is not None  # noqa: E731
+        said = FORMS[field.pattern]
+    elif field.type is str:
+        check, said = _text, "text of 1 to 10,000 characters"
+    else:
+        raise TypeError(f"{LEDGER_ENTRY.name}: field {field.name!r} of a type the reader lacks")
+    if not field.null:
+        return check, said
+    return (lambda v: v is None or check(v)), f"{said}, or null"
+
+
+FIELD_CHECKS = {f.name: _check_of(f) for f in LEDGER_ENTRY.fields if f.name != "event"}
+REQUIRED = LEDGER_REQUIRED
 
 
 def _entry(line: bytes, file: str, number: int) -> dict:

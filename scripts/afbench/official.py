@@ -25,28 +25,16 @@ from .csvtable import (
 from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest
 from .kinds import MODEL_IMPORT, TASK_RESULT
+from .kinds.official import RESULT_CONSTANTS, RESULTS_ROW
 
 REPORTED_NOTE = (
     "Summary of results reported by the benchmark's authors (source-present "
     "condition as pinned), taken as given. It is not a local capability score and "
     "is never merged with local runs."
 )
-RESULT_FIELDS = (
-    "task_id",
-    "source_id",
-    "target_declaration",
-    "n_obligations",
-    "success",
-    "obligations_accepted",
-    "cost_usd",
-    "stop_reason",
-    "source_condition",
-    "scaffold",
-    "tools",
-    "stopping_policy",
-    "finished_at",
-)  # a results file's fields, each mapped to a column (the schema's columns.results)
-CONSTANT_FIELDS = ("source_condition", "scaffold", "tools", "stopping_policy")
+# a results file's fields, each mapped to a column (the schema's columns.results)
+RESULT_FIELDS = tuple(RESULTS_ROW.columns)
+CONSTANT_FIELDS = RESULT_CONSTANTS
 COMPARED_FIELDS = ("task_set", *CONSTANT_FIELDS, "budget_usd")
 
 
@@ -201,6 +189,7 @@ def _parse_results(data, file, mapping, manifest, pinned_condition):
         5,
         file=file,
         field="obligations_accepted",
+        minimum=RESULTS_ROW.field("obligations_accepted").minimum,
         maximum=n,
     )
     cost = cost_column(column["cost_usd"], numbers, found, 6, file=file, field="cost_usd")

@@ -41,26 +41,17 @@ from pathlib import Path
 from . import harbor
 from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest
-from .kinds import ANALYSIS_PLAN, SELECTION
+from .kinds import ANALYSIS_PLAN, SELECTION, View
 
 NOTE = (
     "A sealed analysis plan, written before any trial of the comparison ran: what the run is "
     "meant to show and how it will decide. `sealed_sha256` is the SHA-256 of everything else "
     "in this file; afbench refuses a paid run whose config no longer matches it."
 )
-ANALYSIS_KEYS = (
-    "alpha",
-    "stopping",
-    "difference",
-    "discordance",
-    "baseline_rate",
-    "power",
-    "batch_tasks",
-    "horizon",
-    "order_seed",
-    "futility_power",
-)
-STOPPING_RULES = ("sequential", "fixed")
+# the sealed analysis settings, in the plan's order, and the stopping rules it may name
+ANALYSIS_SETTINGS = ANALYSIS_PLAN.field("analysis").type
+ANALYSIS_KEYS = tuple(ANALYSIS_SETTINGS.names)
+STOPPING_RULES = ANALYSIS_SETTINGS.field("stopping").values
 FIXED_TEST = "exact McNemar test, two-sided, over every task of the selection"
 ESTIMAND = (
     "the paired difference in success rate, a minus b, on the selection's tasks (a task is a "
@@ -250,39 +241,39 @@ def _order(selection: Mapping, seed: int) -> dict:
 
 
 # --- building the plan ------------------------------------------------------------------------
-def _discordance(analysis: Mapping) -> tuple[float, dict]:
+def _discordance(analysis: View) -> tuple[float, dict]:
     """ψ and the fixed-n planner's count (Connor 1987) for the design's difference."""
     from .stats import mcnemar_sample_size
 
     basis = (
-        {"discordance": analysis["discordance"]}
-        if analysis["discordance"] is not None
-        else {"baseline_rate": analysis["baseline_rate"]}
+        {"discordance": analysis.discordance}
+        if analysis.discordance is not None
+        else {"baseline_rate": analysis.baseline_rate}
     )
     try:
         fixed = mcnemar_sample_size(
-            analysis["difference"], alpha=analysis["alpha"], power=analysis["power"], **basis
+            analysis.difference, alpha=analysis.alpha, power=analysis.power, **basis
         )
     except ValueError as error:
         raise AfbenchError(str(error), field="preregister.difference") from None
     return fixed["discordance"], fixed
 
 
-def _check_analysis(analysis: Mapping) -> None:
-    if (analysis["discordance"] is None) == (analysis["baseline_rate"] is None):
+def _check_analysis(analysis: View) -> None:
+    if (analysis.discordance is None) == (analysis.baseline_rate is None):
         raise AfbenchError(
             "say what the two configurations are like: the share of tasks they will disagree "
             "on (discordance) or the weaker one's success rate (baseline_rate)",
             field="preregister.discordance",
             expected="exactly one of discordance and baseline_rate",
-            found="both" if analysis["discordance"] is not None else "neither",
+            found="both" if analysis.discordance is not None else "neither",
         )
-    if analysis["stopping"] not in STOPPING_RULES:
+    if analysis.stopping not in STOPPING_RULES:
         raise AfbenchError(
             "not a stopping rule",
             field="preregister.stopping",
             expected=f"one of {', '.join(STOPPING_RULES)}",
-            found=analysis["stopping"],
+            found=analysis.stopping,
         )
 
 
@@ -293,7 +284,7 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
     from .sequential import ERROR_STATEMENT, RERUN_THEN_EXCLUDE, design
 
     selection = SELECTION.check(selection, "selection")
-    analysis = facts["analysis"]
+    analysis = ANALYSIS_SETTINGS.view(facts["analysis"])
     _check_analysis(analysis)
     wanted = facts["selection"]
     problems = []
@@ -327,26 +318,26 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
     if problems:
         raise AfbenchError(problems=problems)
     psi, fixed = _discordance(analysis)
-    drawn = _order(selection, analysis["order_seed"])
+    drawn = _order(selection, analysis.order_seed)
     tasks = len(selection["task_ids"])
-    if analysis["stopping"] == "sequential":
+    if analysis.stopping == "sequential":
         try:
             test = design(
-                alpha=analysis["alpha"],
-                difference=analysis["difference"],
+                alpha=analysis.alpha,
+                difference=analysis.difference,
                 discordance=psi,
-                power=analysis["power"],
-                batch_tasks=analysis["batch_tasks"],
+                power=analysis.power,
+                batch_tasks=analysis.batch_tasks,
                 selection_tasks=tasks,
-                horizon=analysis["horizon"],
-                futility_power=analysis["futility_power"],
+                horizon=analysis.horizon,
+                futility_power=analysis.futility_power,
             )
         except ValueError as error:
             raise AfbenchError(str(error), field="preregister") from None
         horizon = test["horizon"]
         rule = {
             "kind": "sequential",
-            "batch_tasks": analysis["batch_tasks"],
+            "batch_tasks": analysis.batch_tasks,
             "horizon": horizon,
             "looks": test["looks"],
             "statement": "the run stops at the first look with a decision (A better, B "
@@ -354,14 +345,14 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
         }
     else:
         horizon = tasks
-        test = {"test": FIXED_TEST, "alpha": analysis["alpha"], "tasks": tasks}
+        test = {"test": FIXED_TEST, "alpha": analysis.alpha, "tasks": tasks}
         rule = {
             "kind": "fixed",
-            "batch_tasks": analysis["batch_tasks"],
+            "batch_tasks": analysis.batch_tasks,
             "horizon": tasks,
             "statement": "every task of the selection runs; the test is applied once, at the end",
         }
-    rule |= {"order_seed": analysis["order_seed"], "order_method": drawn["method"]}
+    rule |= {"order_seed": analysis.order_seed, "order_method": drawn["method"]}
     rule["order"] = drawn["task_ids"]
     caps = facts["money"]["per_trial_cap_usd"]
     per_task = (
@@ -386,7 +377,7 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
             "estimand": ESTIMAND,
             "sided": "two-sided",
         },
-        "analysis": {key: analysis[key] for key in ANALYSIS_KEYS},
+        "analysis": {key: analysis.record[key] for key in ANALYSIS_KEYS},
         "test": test,
         "stopping_rule": rule,
         **(
@@ -395,9 +386,9 @@ def build_plan(facts: Mapping, selection: Mapping) -> dict:
             else {}
         ),
         "design": {
-            "difference": analysis["difference"],
+            "difference": analysis.difference,
             "discordance": psi,
-            "power": analysis["power"],
+            "power": analysis.power,
             "fixed_n": fixed,
         },
         "money": {
@@ -583,14 +574,15 @@ def plan_holds(plan: Mapping, catalog: Mapping | None = None) -> list[Problem]:
     from .catalog import selection_hash
 
     problems = []
-    analysis, test, rule = plan["analysis"], plan["test"], plan["stopping_rule"]
+    analysis = ANALYSIS_SETTINGS.view(plan["analysis"])
+    test, rule = plan["test"], plan["stopping_rule"]
     tasks, order = plan["selection"]["tasks"], rule["order"]
-    if test.get("alpha") != analysis["alpha"]:
+    if test.get("alpha") != analysis.alpha:
         problems.append(
             Problem(
                 "the test is not at the plan's α",
                 field="test.alpha",
-                expected=f"{analysis['alpha']!r} (analysis.alpha)",
+                expected=f"{analysis.alpha!r} (analysis.alpha)",
                 found=test.get("alpha"),
             )
         )
@@ -603,12 +595,12 @@ def plan_holds(plan: Mapping, catalog: Mapping | None = None) -> list[Problem]:
                 found=f"{len(order)} entries, {len(set(order))} distinct",
             )
         )
-    if rule["batch_tasks"] != analysis["batch_tasks"]:
+    if rule["batch_tasks"] != analysis.batch_tasks:
         problems.append(
             Problem(
                 "the stopping rule's batches are not the plan's",
                 field="stopping_rule.batch_tasks",
-                expected=f"{analysis['batch_tasks']} (analysis.batch_tasks)",
+                expected=f"{analysis.batch_tasks} (analysis.batch_tasks)",
                 found=rule["batch_tasks"],
             )
         )
@@ -667,17 +659,18 @@ def _check_design(plan: Mapping) -> list[Problem]:
     """The sequential test's horizon and looks, made again from the plan's own design."""
     from .sequential import design
 
-    analysis, test, rule = plan["analysis"], plan["test"], plan["stopping_rule"]
+    analysis = ANALYSIS_SETTINGS.view(plan["analysis"])
+    test, rule = plan["test"], plan["stopping_rule"]
     try:
         made = design(
-            alpha=analysis["alpha"],
-            difference=analysis["difference"],
+            alpha=analysis.alpha,
+            difference=analysis.difference,
             discordance=plan["design"]["discordance"],
-            power=analysis["power"],
-            batch_tasks=analysis["batch_tasks"],
+            power=analysis.power,
+            batch_tasks=analysis.batch_tasks,
             selection_tasks=plan["selection"]["tasks"],
-            horizon=analysis["horizon"],
-            futility_power=analysis["futility_power"],
+            horizon=analysis.horizon,
+            futility_power=analysis.futility_power,
         )
     except ValueError as error:
         return [Problem(str(error), field="analysis", expected="a design afbench can build")]
@@ -698,7 +691,7 @@ def _check_design(plan: Mapping) -> list[Problem]:
     return [
         Problem(
             f"does not fit the plan's design ({plan['selection']['tasks']} tasks in batches of "
-            f"{analysis['batch_tasks']})",
+            f"{analysis.batch_tasks})",
             field=field,
             expected=_shown(fresh[field]),
             found=_shown(value),

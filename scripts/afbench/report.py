@@ -8,6 +8,8 @@ from html import escape
 from html.parser import HTMLParser
 from pathlib import Path
 
+from .kinds import ANALYSIS
+
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0;color:#1d2733;
 background:#f6f7f9;line-height:1.45}
@@ -129,10 +131,11 @@ def render(
     analysis: dict, provenance: dict, figures: dict[str, str], pass_at_k: list[dict] | tuple = ()
 ) -> str:
     """The report's HTML; `pass_at_k`: the local runs' pass@k records (afbench.passk)."""
-    release = analysis["release"]
-    labels = {r["model"]: r["display_name"] for r in analysis["leaderboard"]}
-    models = [r["model"] for r in analysis["leaderboard"]]
-    conf = analysis["confidence"]
+    analysis = ANALYSIS.view(analysis)
+    release = analysis.release
+    labels = {r["model"]: r["display_name"] for r in analysis.leaderboard}
+    models = [r["model"] for r in analysis.leaderboard]
+    conf = analysis.confidence
     parts = []
     if release["synthetic"]:
         parts.append(
@@ -140,22 +143,22 @@ def render(
             "by afbench for testing the pipeline. These are not AutoformBench results; "
             "never cite them.</div>"
         )
-    parts.append(published_banner(analysis["published"]))
+    parts.append(published_banner(analysis.published))
     parts.append("<main>")
     parts.append(f"<h1>{bdi(release['name'])}: results report</h1>")
     parts.append(
         f'<p class="note">Revision <span class="mono">{escape(release["revision"])}'
         f"</span> of {bdi(release['repository'])} · condition "
-        f"{escape(analysis['source_condition'])} · nominal budget USD "
-        f"{analysis['budget_usd']:g} per task. {escape(analysis['note'])}</p>"
+        f"{escape(analysis.source_condition)} · nominal budget USD "
+        f"{analysis.budget_usd:g} per task. {escape(analysis.note)}</p>"
     )
 
-    board = analysis["leaderboard"]
-    methods = analysis["methods"]
+    board = analysis.leaderboard
+    methods = analysis.methods
     conventions = methods["conventions"]
     parts.append('<h2 id="leaderboard">Leaderboard (reported results)</h2><div class="card">')
     parts.append(f"<figure>{figures['leaderboard']}</figure>")
-    paired = analysis["paired"]
+    paired = analysis.paired
     parts.append(leaderboard_table(board, conf, conventions, paired["decidable"]))
     parts.append(
         f'<p class="cite"><strong>{escape(methods["which_to_cite"])}</strong> '
@@ -163,9 +166,9 @@ def render(
         f'<p class="note">Wilson: {escape(methods["success_rate_independent"])}. Clustered: '
         f"{escape(methods['success_rate_clustered'])}; design effect = (clustered SE / "
         f"independent SE)², the factor by which the sources' cohesion inflates the variance "
-        f"({escape(methods['clustered_cr0'])}). Tiers (alpha {analysis['alpha']:g}): "
+        f"({escape(methods['clustered_cr0'])}). Tiers (alpha {analysis.alpha:g}): "
         f"{escape(methods['tiers'])}; ★ marks the models the data cannot tell from the leader. "
-        f"{escape(smallest_p_text(paired, analysis['alpha']))} "
+        f"{escape(smallest_p_text(paired, analysis.alpha))} "
         f"Infrastructure errors are kept as reported (unsolved) and counted; nothing is "
         f"dropped; the bounds column counts them as successes, and its interval is the union "
         f"of the clustered intervals of the two resolutions. Standard errors (analysis.json) "
@@ -173,7 +176,7 @@ def render(
     )
     parts.append(conventions_note(conventions))
     parts.append("</div>")
-    parts.append(published_section(analysis["published"], board))
+    parts.append(published_section(analysis.published, board))
 
     parts.append('<h2 id="paired">Paired comparisons on the same tasks</h2><div class="card">')
     if paired["pairs"]:
@@ -189,10 +192,10 @@ def render(
     parts.append(pairs_table(paired["pairs"], labels, conventions))
     parts.append("</div>")
     parts.append(infrastructure_section(paired, labels))
-    parts.append(cross_revision_section(analysis.get("cross_revision")))
-    parts.append(history_section(analysis.get("history")))
+    parts.append(cross_revision_section(analysis.cross_revision))
+    parts.append(history_section(analysis.history))
 
-    cost = analysis["cost_success"]
+    cost = analysis.cost_success
     parts.append('<h2 id="cost">Cost against success</h2><div class="card">')
     parts.append(f"<figure>{figures['cost_success']}</figure>")
     parts.append(
@@ -224,7 +227,7 @@ def render(
         "current prices, capped or removed.</p></div>"
     )
 
-    audit = analysis["budget_audit"]
+    audit = analysis.budget_audit
     parts.append('<h2 id="budget">Budget audit</h2><div class="card">')
     parts.append(
         f"<p>{audit['over_budget_count']} record(s) above the USD "
@@ -251,38 +254,38 @@ def render(
         )
     parts.append("</div>")
 
-    sources = analysis["per_source"]
+    sources = analysis.per_source
     parts.append('<h2 id="sources">Results per source</h2><div class="card">')
     parts.append(f"<figure>{figures['per_source']}</figure>")
     parts.append(
         f'<p class="note">Passes per source, with the {conf:.0%} Wilson interval of the '
-        f"source's success rate ({escape(analysis['methods']['per_source'])}).</p>"
+        f"source's success rate ({escape(analysis.methods['per_source'])}).</p>"
     )
     parts.append(sources_tables(sources, models, labels))
     parts.append("</div>")
-    parts.append(failures_section(analysis.get("anatomy"), figures.get("failures")))
-    parts.append(task_table_section(analysis.get("task_table")))
+    parts.append(failures_section(analysis.anatomy, figures.get("failures")))
+    parts.append(task_table_section(analysis.task_table))
 
     parts.append(
         '<h2 id="local-runs">Local runs (source-free, unattested; kept apart)</h2>'
         '<div class="card apart">'
     )
-    parts.append(local_runs_section(analysis["local_runs"]))
-    parts.append(local_failures_section(analysis.get("anatomy")))
+    parts.append(local_runs_section(analysis.local_runs))
+    parts.append(local_failures_section(analysis.anatomy))
     parts.append(pass_at_k_section(pass_at_k))
     parts.append("</div>")
-    if analysis.get("sequential"):
+    if analysis.sequential:
         parts.append(
             '<h2 id="sealed-comparison">The sealed comparison: where it stopped</h2>'
             '<div class="card">'
         )
-        parts.append(sequential_section(analysis["sequential"]))
+        parts.append(sequential_section(analysis.sequential))
         parts.append("</div>")
-    if analysis.get("cost_ledger"):
+    if analysis.cost_ledger:
         parts.append(
             '<h2 id="cost-ledger">Cost ledger of the executed trials</h2><div class="card">'
         )
-        parts.append(cost_ledger_section(analysis["cost_ledger"]))
+        parts.append(cost_ledger_section(analysis.cost_ledger))
         parts.append("</div>")
 
     parts.append('<h2 id="provenance">Provenance</h2><div class="card">')
@@ -322,7 +325,7 @@ def render(
             wrap=(0, 1),
         )
     )
-    parts.append(f'<p class="note">{escape(analysis["license"])}</p></div></main>')
+    parts.append(f'<p class="note">{escape(analysis.license)}</p></div></main>')
     title = escape(f"{release['name']} report")
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

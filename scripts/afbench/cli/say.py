@@ -313,12 +313,13 @@ def _task_table(r: dict) -> str:
 
 
 def _report(analysis: dict, paths: list[str]) -> str:
+    analysis = kinds.ANALYSIS.view(analysis)
     html = next((p for p in paths if p.endswith(".html")), None)
     rest = [os.path.basename(p) for p in paths if p != html and p.endswith(".json")]
     figures = sum(p.endswith(".svg") for p in paths)
     also = rest + ([_n(figures, "figure")] if figures else [])
-    runs = len(analysis.get("local_runs") or [])
-    counts = f"{_n(len(analysis['leaderboard']), 'model')}, {_n(runs, 'local run')}"
+    runs = len(analysis.local_runs or [])
+    counts = f"{_n(len(analysis.leaderboard), 'model')}, {_n(runs, 'local run')}"
     return f"report -> {html or where(paths)} ({counts}; also {', '.join(also) or 'nothing'})"
 
 

@@ -126,8 +126,8 @@ class Field(_Declaration):
         time: bool = False,
         pattern: str | None = None,
     ) -> None:
-        if pattern is not None and (type is not str or pattern not in _FORMS):
-            raise TypeError(f"field {name!r}: a pattern is a declared form of text (_FORMS)")
+        if pattern is not None and (type is not str or pattern not in FORMS):
+            raise TypeError(f"field {name!r}: a pattern is a declared form of text (FORMS)")
         self._set(
             name=name,
             type=type,
@@ -161,6 +161,8 @@ class Field(_Declaration):
 UTC_TIME = "datetime64[us, UTC]"
 # a SHA-256 digest as afbench writes every one: 64 lowercase hexadecimal digits
 SHA256 = "[0-9a-f]{64}"
+# a name afbench makes a file or folder of (a Harbor job's, a run's): fsutil.SAFE_NAME
+SAFE_NAME = "[A-Za-z0-9_][A-Za-z0-9_.-]*"
 _DTYPES = {str: "string", int: "Int64", float: "Float64", bool: "boolean"}
 
 
@@ -186,6 +188,11 @@ class Shape(_Declaration):
                 return f
         raise KeyError(f"{self.name} has no field {name!r}")
 
+    def take(self, *names: str) -> tuple[Field, ...]:
+        """These fields, as declared here: for a shape made of another's fields (a failed
+        task is some of its per-task result's), so that each is declared once."""
+        return tuple(map(self.field, names))
+
     def row(self, **values: object) -> dict:
         """A record of this shape from its fields by name (none missing, none extra), in the
         declared order."""
@@ -202,9 +209,52 @@ class Shape(_Declaration):
             raise TypeError(f"{self.name}: columns of different lengths")
         return list(map(_maker(names), *in_order))
 
+    def view(self, record: dict | View) -> View:
+        """`record` (already read through this shape) with its fields as attributes."""
+        return View(self, record)
+
     def check(self, data: object, file: str, where: str = "") -> None:
         """Raise the one error naming `file` and the field, unless `data` is of this shape."""
         _check([data], _spec_of_shape(self), file, lambda _: where.rstrip("."))
+
+
+class View:
+    """A record read through its declaration, its fields by name: `analysis.leaderboard` is
+    the record's `leaderboard`, an optional field it lacks is None, and a name its shape does
+    not declare is an AttributeError naming the shape (a reader's bug, not the file's), where
+    `record["leaderbord"]` would be a KeyError and `.get` a silent None. Nested records stay
+    plain data; `view.record` is the whole record, to pass on."""
+
+    __slots__ = ("_fields", "record")
+
+    def __init__(self, shape: Shape, record: dict | View) -> None:
+        if isinstance(record, View):
+            record = record.record
+        object.__setattr__(self, "_fields", _optional_of(shape))
+        object.__setattr__(self, "record", record)
+
+    def __getattr__(self, name: str) -> object:
+        optional = self._fields[1].get(name)
+        if optional is None:
+            raise AttributeError(f"{self._fields[0]} declares no field {name!r}")
+        return self.record.get(name) if optional else self.record[name]
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("a view is read-only: build another record")
+
+
+_OPTIONAL: dict[int, tuple[Shape, tuple[str, dict[str, bool]]]] = {}
+
+
+def _optional_of(shape: Shape) -> tuple[str, dict[str, bool]]:
+    """The shape's name, and whether each of its fields is optional, by name."""
+    found = _OPTIONAL.get(id(shape))
+    if found is None or found[0] is not shape:
+        found = _OPTIONAL[id(shape)] = (
+            shape,
+            (shape.name, {f.name: f.optional for f in shape.fields}),
+        )
+    return found[1]
 
 
 _MAKERS: dict[tuple[str, ...], Callable[..., dict]] = {}
@@ -309,6 +359,10 @@ class Kind(_Declaration):
         _check([data], _spec_of(self), file, lambda _: "")
         return data  # type: ignore[return-value]
 
+    def view(self, record: dict | View) -> View:
+        """`record` (read with `read` or `check`) with its fields as attributes: View."""
+        return View(self.full, record)
+
     def body(self, data: dict) -> dict:
         """A record's fields without `kind` and `schema_version`: what `record` takes, to
         build a record again with a field changed or added."""
@@ -371,6 +425,10 @@ class Table(_Declaration):
             if f.name == name:
                 return f
         raise KeyError(f"{self.name} has no column {name!r}")
+
+    def take(self, *names: str) -> tuple[Field, ...]:
+        """These columns' fields, as declared here (Shape.take)."""
+        return tuple(map(self.field, names))
 
     def dtypes(self) -> dict[str, object]:
         return {f.name: f.dtype for f in self.fields}
@@ -528,8 +586,11 @@ def _present(records: list[dict], name: str) -> list:
     return [r[name] for r in records if name in r]
 
 
-_FORMS = {SHA256: "a SHA-256 digest (64 lowercase hexadecimal digits)"}
-_LEAST_OF_FORM = {SHA256: "0" * 64}
+FORMS = {
+    SHA256: "a SHA-256 digest (64 lowercase hexadecimal digits)",
+    SAFE_NAME: "a name of letters, digits, '_', '.' and '-', not starting with '.' or '-'",
+}
+_LEAST_OF_FORM = {SHA256: "0" * 64, SAFE_NAME: "0"}
 _JSON_TYPE = {
     str: "string",
     int: "integer",
@@ -591,7 +652,7 @@ def _one(value: object, spec: _Spec, file: str, field: str) -> None:
             "artifact field is not of its declared form",
             file=file,
             field=field or None,
-            expected=_FORMS.get(spec.pattern.pattern, f"text matching {spec.pattern.pattern}"),
+            expected=FORMS.get(spec.pattern.pattern, f"text matching {spec.pattern.pattern}"),
             found=value,
         )
     of = spec.of
@@ -693,6 +754,7 @@ __all__ = [
     "CROSS_REVISION",
     "DISCOVERY",
     "FAILURE_ANATOMY",
+    "FORMS",
     "KINDS",
     "MODEL_IMPORT",
     "OFFICIAL_REFERENCE",
@@ -706,6 +768,7 @@ __all__ = [
     "RUN_FAILURE_ANATOMY",
     "RUN_PLAN",
     "RUN_SUMMARY",
+    "SAFE_NAME",
     "SELECTION",
     "SEQUENTIAL_DECISION",
     "SEQUENTIAL_RUN",
@@ -728,6 +791,7 @@ __all__ = [
     "MapOf",
     "Shape",
     "Table",
+    "View",
     "head",
     "lookup",
     "placeholder",

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from . import Field, Kind, ListOf, MapOf, Shape
 from .execution import COST_LEDGER, SEQUENTIAL_RUN
-from .official import COMPARISON_BUDGET_AUDIT, CONDITIONS, LETTERS, PUBLISHED
+from .official import COMPARISON_BUDGET_AUDIT, CONDITIONS, LETTERS, PUBLISHED, TASK_RESULT
 from .release import RELEASE, RELEASE_DATES, VERIFIED_ENTRY
-from .runs import BOUNDS, OUTCOME_VALUES, PLAN_CHECK
+from .runs import BOUNDS, OUTCOMES, PLAN_CHECK
 from .stats import CLUSTERED_DIFFERENCE, CLUSTERED_RATE, INTERVAL
 from .upgrade import CROSS_REVISION, REVISION_COMPARISON
 
@@ -50,14 +50,12 @@ OFFICIAL_MODEL_FAILURES = Shape(
     Field("failures", int, unit="tasks"),
     Field("counts", _counts("official failure counts", OFFICIAL_CLASSES)),
 )
+# a failed task is its per-task result's fields (a local one its outcomes row's) with its class
 FAILED_TASK = Shape(
     "failed task",
-    Field("task_id", str),
+    *TASK_RESULT.take("task_id"),
     Field("class", str, values=FAILURE_CLASSES),
-    Field("obligations_accepted", int, minimum=0),
-    Field("n_obligations", int, minimum=1),
-    Field("stop_reason", str, category=True),
-    Field("cost_usd", float, null=True, unit="USD"),
+    *TASK_RESULT.take("obligations_accepted", "n_obligations", "stop_reason", "cost_usd"),
 )
 FAILURE_ANATOMY = Kind(
     "afbench failure anatomy",
@@ -96,12 +94,11 @@ LOCAL_CONFIGURATION_FAILURES = Shape(
 )
 LOCAL_FAILED_TASK = Shape(
     "task not accepted",
-    Field("task_id", str),
+    *OUTCOMES.take("task_id"),
     Field("class", str, values=FAILURE_CLASSES),
-    Field("outcome", str, values=OUTCOME_VALUES),
-    Field("reason", str, null=True),
+    *OUTCOMES.take("outcome", "reason"),
     Field("advisory", str, null=True, values=ADVISORY_CLASSES, doc="infrastructure only"),
-    Field("cost_usd", float, null=True, unit="USD"),
+    *OUTCOMES.take("cost_usd"),
 )
 RUN_FAILURE_ANATOMY = Kind(
     "afbench run failure anatomy",

@@ -4,7 +4,7 @@ sequential decision taken after each batch, and each step of a comparison run th
 
 from __future__ import annotations
 
-from . import ANY, Field, Kind, ListOf, MapOf, Shape
+from . import ANY, SAFE_NAME, Field, Kind, ListOf, MapOf, Shape
 from .release import RELEASE
 from .runs import OUTCOME_VALUES
 from .tasks import PLAN_TASK
@@ -143,14 +143,23 @@ COST_LEDGER = Kind(
 )
 
 
-def _when(event: str, name: str, type: object, doc: str, **more: object) -> Field:
-    """A field only some events' lines have (absent from the others: null in a table)."""
-    return Field(name, type, f"{event}: {doc}", null=True, optional=True, **more)
+_NEEDED: list[tuple[str, str]] = []  # (event, field): a field that event's line must have
 
 
-# One line of the live cost ledger (afbench.ledger writes and reads it strictly, and its reader
-# holds this declaration's field names to its own checks; the ledger is no artifact): what the
-# results store and `afbench export --ledger` tabulate.
+def _when(
+    events: str, name: str, type: object, doc: str, *, needed: bool = False, **more: object
+) -> Field:
+    """A field only some events' lines have (absent from the others: empty in a table); with
+    `needed`, each of those events' lines has it (lines written before it was added lack the
+    others)."""
+    if needed:
+        _NEEDED.extend((event, name) for event in events.split(", "))
+    return Field(name, type, f"{events}: {doc}", optional=True, **more)
+
+
+# One line of the live cost ledger (afbench.ledger writes it, and reads it strictly through this
+# declaration; the ledger is no artifact): what the results store and `afbench export --ledger`
+# tabulate.
 LEDGER_ENTRY = Shape(
     "live ledger entry",
     Field(
@@ -162,33 +171,68 @@ LEDGER_ENTRY = Shape(
         "cap held for good; refused: not started, at the ceiling",
     ),
     Field("at", str, time=True, doc="when the line was written (UTC, to the second)"),
-    Field("job_name", str, doc="the trial's Harbor job (the receipt's job_name)"),
+    Field(
+        "job_name", str, pattern=SAFE_NAME, doc="the trial's Harbor job (the receipt's job_name)"
+    ),
     Field("task_id", str),
     Field("attempt", int, minimum=1),
     Field("agent", str, doc="the -a of the harbor run argv"),
     Field("model", str, null=True, doc="its -m; null: none"),
-    _when("start", "worst_case_usd", float, "the cap reserved", unit="USD", minimum=0),
-    _when("finish", "cost_usd", float, "what the trial spent", unit="USD", minimum=0),
-    _when("finish", "cost_reported", bool, "every Harbor trial of the job reported its cost"),
-    _when("finish", "trials", int, "the job's Harbor trials", unit="trials", minimum=0),
+    _when("start", "worst_case_usd", float, "the cap reserved", needed=True, unit="USD", minimum=0),
+    _when("finish", "cost_usd", float, "what the trial spent", needed=True, unit="USD", minimum=0),
+    _when(
+        "finish",
+        "cost_reported",
+        bool,
+        "every Harbor trial of the job reported its cost",
+        needed=True,
+    ),
+    _when(
+        "finish", "trials", int, "the job's Harbor trials", needed=True, unit="trials", minimum=0
+    ),
     _when("finish", "cap_usd", float, "the trial's cap", unit="USD", minimum=0),
     _when("finish", "overshoot_usd", float, "spent beyond the cap", unit="USD", minimum=0),
-    _when("finish", "running_cost_usd", float, "what afbench saw it spend", unit="USD", minimum=0),
+    _when(
+        "finish",
+        "running_cost_usd",
+        float,
+        "what afbench saw it spend",
+        null=True,
+        unit="USD",
+        minimum=0,
+    ),
     _when(
         "finish",
         "stopped",
         str,
         "why afbench stopped Harbor; null: it did not",
+        null=True,
         values=("cap", "ceiling"),
     ),
-    _when("interrupted", "held_usd", float, "what stays held for good", unit="USD", minimum=0),
-    _when("released, interrupted, refused", "reason", str, "why, as text"),
+    _when(
+        "interrupted",
+        "held_usd",
+        float,
+        "what stays held for good",
+        needed=True,
+        unit="USD",
+        minimum=0,
+    ),
+    _when("released, interrupted, refused", "reason", str, "why, as text", needed=True),
     Field("host", str, doc="the host of the process that wrote it"),
     Field("pid", int, minimum=1, doc="its process id"),
     Field("slurm_job_id", str, null=True, optional=True, doc="its SLURM job; null: none"),
     _when("start", "lock", str, "the trial's lock file"),
     doc="one line of the live cost ledger beside the Harbor jobs folder (afbench.ledger)",
 )
+# the fields each event's line must have: those of every line, then the event's own
+LEDGER_REQUIRED = {
+    event: (
+        *(f.name for f in LEDGER_ENTRY.fields if not f.optional and f.name != "event"),
+        *(name for when, name in _NEEDED if when == event),
+    )
+    for event in LEDGER_ENTRY.field("event").values
+}
 
 COMPARISON = Shape(
     "primary comparison",

@@ -3,8 +3,9 @@ of several, and the seed command's reference (both in one file)."""
 
 from __future__ import annotations
 
-from . import Field, Kind, ListOf, MapOf, Shape
+from . import Field, Kind, ListOf, MapOf, Shape, Table
 from .release import RELEASE
+from .tasks import MANIFEST_ROW
 
 CONDITIONS = ("source-present", "source-free")
 
@@ -27,6 +28,27 @@ TASK_RESULT = Shape(
         doc="ISO-8601 date or datetime as reported; null: unknown (and kept unknown)",
     ),
     doc="one task of one model's results file, checked against its MANIFEST row",
+)
+# the columns of a results file that hold one value for every row (the file's setting)
+RESULT_CONSTANTS = ("source_condition", "scaffold", "tools", "stopping_policy")
+RESULTS_ROW = Table(
+    "results row",
+    *TASK_RESULT.take("task_id", "source_id"),
+    *MANIFEST_ROW.take("target_declaration"),
+    *TASK_RESULT.take("n_obligations", "success", "obligations_accepted", "cost_usd"),
+    *TASK_RESULT.take("stop_reason"),
+    Field(
+        "source_condition",
+        str,
+        values=CONDITIONS,
+        doc="constant within the file, and the model's pinned condition",
+    ),
+    Field("scaffold", str, doc="constant within the file"),
+    Field("tools", str, doc="constant within the file"),
+    Field("stopping_policy", str, doc="constant within the file"),
+    *TASK_RESULT.take("finished_at"),
+    doc="one row of an upstream results file, in its columns' order (their names mapped in "
+    "config): source, declaration and obligations its MANIFEST row's (official.parse_results)",
 )
 OVER_BUDGET = Shape(
     "over-budget record",
