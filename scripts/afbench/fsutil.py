@@ -18,10 +18,12 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from . import kinds
 from .errors import AfbenchError
 
-SAFE_NAME = re.compile(kinds.SAFE_NAME)  # used with fullmatch: "t1\n" is refused
+# a name afbench makes a file or folder of (a Harbor job's, a run's); kinds declares fields of
+# this form, so the text lives here, below kinds, and kinds imports it
+SAFE_NAME_FORM = "[A-Za-z0-9_][A-Za-z0-9_.-]*"
+SAFE_NAME = re.compile(SAFE_NAME_FORM)  # used with fullmatch: "t1\n" is refused
 SPREADSHEET_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")  # OWASP CSV injection
 
 

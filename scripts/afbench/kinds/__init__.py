@@ -161,8 +161,9 @@ class Field(_Declaration):
 UTC_TIME = "datetime64[us, UTC]"
 # a SHA-256 digest as afbench writes every one: 64 lowercase hexadecimal digits
 SHA256 = "[0-9a-f]{64}"
-# a name afbench makes a file or folder of (a Harbor job's, a run's): fsutil.SAFE_NAME
-SAFE_NAME = "[A-Za-z0-9_][A-Za-z0-9_.-]*"
+# a name afbench makes a file or folder of (a Harbor job's, a run's): its form is fsutil's
+from ..fsutil import SAFE_NAME_FORM as SAFE_NAME  # noqa: E402
+
 _DTYPES = {str: "string", int: "Int64", float: "Float64", bool: "boolean"}
 
 
