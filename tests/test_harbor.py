@@ -19,7 +19,8 @@ from afbench.config import load_config
 from afbench.errors import AfbenchError
 from afbench.kinds import SELECTION
 from afbench.release import identity
-from afbench.runs import classify_trial, read_harbor_job, summarize_run
+from afbench.harborjobs import classify_trial, read_harbor_job
+from afbench.runs import summarize_run
 
 from conftest import (
     HARBOR,

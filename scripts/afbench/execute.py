@@ -523,7 +523,7 @@ def execute_trial(
     earlier: list[dict] | None = None,
 ) -> dict:
     """Run (or reuse) one trial under its lock and return its receipt. `read_job(job_dir)` reads
-    the Harbor job's attempts (runs.read_harbor_job). `cap_usd` is what the trial may spend
+    the Harbor job's attempts (harborjobs.read_harbor_job). `cap_usd` is what the trial may spend
     (None: the release's nominal budget); `earlier` the receipts of a partial run's earlier
     round (one not run stops this one)."""
     steps = trial_steps(plan, task_id, attempt)

@@ -1400,7 +1400,7 @@ def run_trial(args):
     )
     from ..fsutil import sha256_file
     from ..kinds import PLAN, TRIAL_RECEIPT
-    from ..runs import read_harbor_job
+    from ..harborjobs import read_harbor_job
 
     plan = PLAN.read(args.plan)
     check_plan(plan, _built_plan(args), str(args.plan))

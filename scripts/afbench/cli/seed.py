@@ -411,7 +411,7 @@ def _verdict_args(p):
 def verdict(args):
     from ..fsutil import path_text, read_regular_file, say, sha256_bytes
     from ..kinds import VERDICT
-    from ..runs import parse_verdict
+    from ..verdicts import parse_verdict
 
     data = read_regular_file(args.path, "verdict file", MAX_VERDICT_BYTES)
     result = VERDICT.record(
