@@ -14,10 +14,10 @@ import pytest
 
 from afbench import conformance, demo
 from afbench.config import load_config
+from afbench.harborjobs import read_harbor_job
 from afbench.kinds import CATALOG, SELECTION
 from afbench.kinds.tasks import TASK as TASK_ROW
 from afbench.release import identity
-from afbench.harborjobs import read_harbor_job
 
 from conftest import (
     FIXTURES,

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from afbench import ledger, locking
+from afbench.approval import partial_rounds
 from afbench.config import load_config
 from afbench.errors import AfbenchError
 from afbench.execute import (
@@ -35,7 +36,6 @@ from afbench.execute import (
     execute_trial,
     job_finished,
     job_state,
-    partial_rounds,
     run_steps,
     running_cost,
 )
@@ -1301,7 +1301,7 @@ def test_a_job_is_finished_when_every_trial_has_a_readable_result(tmp_path):
 
 
 def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_path):
-    from afbench.execute import approve, planned_trials
+    from afbench.approval import approve, planned_trials
 
     release = {"nominal_budget_usd": 200.0}
     jobs = tmp_path / "jobs"
@@ -1372,7 +1372,7 @@ def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_pa
 
 
 def test_before_the_plans_the_guard_counts_what_the_config_will_plan(tmp_path):
-    from afbench.execute import approve, selection_size, unplanned_trials
+    from afbench.approval import approve, selection_size, unplanned_trials
 
     assert selection_size({"tasks": ["a", "b"], "sources": [], "limit": None}, 341) == 2
     assert selection_size({"tasks": [], "sources": [], "limit": 5}, 341) == 5

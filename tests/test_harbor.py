@@ -17,9 +17,9 @@ import pytest
 from afbench import harbor
 from afbench.config import load_config
 from afbench.errors import AfbenchError
+from afbench.harborjobs import classify_trial, read_harbor_job
 from afbench.kinds import SELECTION
 from afbench.release import identity
-from afbench.harborjobs import classify_trial, read_harbor_job
 from afbench.runs import summarize_run
 
 from conftest import (

@@ -993,7 +993,8 @@ def _decide_step_args(p):
 
 
 def decide_step(args):
-    from ..execute import comparison_sides, next_trials_afford, read_receipts
+    from ..approval import comparison_sides, next_trials_afford
+    from ..execute import read_receipts
     from ..preregister import read_approved_plan
     from ..sequential import run_line, run_step
 
@@ -1399,8 +1400,8 @@ def run_trial(args):
         trial_steps,
     )
     from ..fsutil import sha256_file
-    from ..kinds import PLAN, TRIAL_RECEIPT
     from ..harborjobs import read_harbor_job
+    from ..kinds import PLAN, TRIAL_RECEIPT
 
     plan = PLAN.read(args.plan)
     check_plan(plan, _built_plan(args), str(args.plan))
