@@ -45,6 +45,7 @@ from . import harbor, ledger, locking
 from .containers import engine_name, engine_problem, remove_leftovers
 from .errors import AfbenchError, Problem
 from .fsutil import canonical_digest, parse_json_bytes, read_file_once
+from .harborfiles import TRAJECTORIES, JobFolder, TrialFolder
 from .kinds import TRIAL_RECEIPT
 
 # What every step gets from the job's own environment, when set: where programs are, whose
@@ -286,7 +287,7 @@ STOP_GRACE_S = 120  # Harbor's own teardown after SIGINT: ~12 s measured (10 s o
 ENGINE_CHECK_S = 5.0  # how often a running trial asks whether its container engine answers
 
 
-def _json_object(path: Path, what: str, max_bytes: int) -> dict | None:
+def _json_object(path: Path | str, what: str, max_bytes: int) -> dict | None:
     """A JSON object file Harbor wrote, or None when it is absent, empty, cut short or not an
     object (Harbor's half-written files after a crash or a full disk)."""
     try:
@@ -311,13 +312,14 @@ def job_state(job_dir: Path) -> str:
     Harbor failed, or the disk filled: a trial without a result, an empty or cut-short file)."""
     if not job_dir.exists():
         return "absent"
-    job = _json_object(job_dir / "result.json", "Harbor job result.json", MAX_RESULT_BYTES)
+    job = _json_object(JobFolder(job_dir).result, "Harbor job result.json", MAX_RESULT_BYTES)
     trials = trial_folders(job_dir)
     total = job.get("n_total_trials") if job else None
     if not isinstance(total, int) or total < 1 or len(trials) != total:
         return "incomplete"
     for trial in trials:
-        if _json_object(trial / "result.json", "trial result.json", MAX_RESULT_BYTES) is None:
+        result = TrialFolder(trial).result
+        if _json_object(result, "trial result.json", MAX_RESULT_BYTES) is None:
             return "incomplete"
     return "finished"
 
@@ -357,7 +359,7 @@ def running_cost(job_dir: Path, seen: dict) -> float | None:
     costs = []
     for trial in trial_folders(job_dir):
         found = None
-        for path in sorted((trial / "agent").glob("trajectory*.json")):
+        for path in sorted(Path(TrialFolder(trial).agent).glob(TRAJECTORIES)):
             try:
                 info = path.lstat()
             except OSError:
@@ -837,7 +839,7 @@ def trial_receipt(
     interrupted trial of an agent that may spend money, not run again without the opt-in)."""
     trials = []
     for found in attempts:
-        result = Path(found["trial_dir"]) / "result.json"
+        result = Path(TrialFolder(found["trial_dir"]).result)
         trials.append(
             {
                 "trial_name": Path(found["trial_dir"]).name,

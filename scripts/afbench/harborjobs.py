@@ -9,9 +9,7 @@ what the agent can do: timeouts, environment, attempts, retries). A trial is ide
 
 from __future__ import annotations
 
-import codecs
 import marshal
-import math
 import os
 import re
 import stat
@@ -24,9 +22,26 @@ from .budget import MAX_USD, USD_RULE
 from .csvtable import paused_gc
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import canonical_digest, canonical_json, parse_json_bytes
+from .harborfiles import (
+    CONFIG_SECTIONS,
+    JOB_SECTIONS,
+    SETTING_DEFAULTS,
+    JobFolder,
+    TrialFolder,
+    check_schema_version,
+    classify_trial,
+    half_written,
+    job_verification_disabled,
+    json_number,
+    json_object,
+    json_string,
+    json_type,
+    shape_error,
+    trial_settings,
+    verifier_settings,
+)
 from .progress import Progress
 
-UNVERIFIED_REASON = "verification disabled"
 # The largest JSON input read (a trial's result.json, a job's config.json, a verdict).
 MAX_INPUT_BYTES = 64 * 1024 * 1024
 # Shown in the configuration label; any other setting that differs from its default adds a
@@ -39,7 +54,6 @@ _SHOWN = {
     "environment.type",
     "environment.import_path",
 }
-_SECTIONS = ("agent", "environment", "verifier")
 
 
 # ----------------------------------------------------------------------------- safe reading
@@ -69,450 +83,31 @@ def utf8_path(path: str) -> str:
     return path
 
 
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
-def _shape_error(file: str, field: str, expected: str, value: object) -> AfbenchError:
-    return AfbenchError(
-        "wrong JSON type", file=file, field=field, expected=expected, found=json_type(value)
-    )
-
-
-def _object(value: object, file: str, field: str, *, nullable: bool = True) -> dict | None:
-    if value is None and nullable:
-        return None
-    if not isinstance(value, dict):
-        raise _shape_error(file, field, "an object" + (" or null" if nullable else ""), value)
-    return value
-
-
-def _string(value: object, file: str, field: str, *, nullable: bool = True) -> str | None:
-    if value is None and nullable:
-        return None
-    if not isinstance(value, str):
-        raise _shape_error(file, field, "a string" + (" or null" if nullable else ""), value)
-    return value
-
-
-def _number(value: object, file: str, field: str) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise _shape_error(file, field, "a finite number or null", value)
-    return float(value)
-
-
-def _section(doc: dict, name: str, file: str, prefix: str) -> dict:
-    return _object(doc.get(name), file, prefix + name) or {}
-
-
-# ----------------------------------------------------------------------------- half-written
-
-
-_WHITESPACE = " \t\n\r"
-_ESCAPES = '"\\/bfnrt'
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_NUMBER_START = re.compile(r"-?(?:0|[1-9][0-9]*)?(?:\.[0-9]*)?(?:[eE][+-]?[0-9]*)?")
-_NUMBER_CHARS = frozenset("0123456789+-.eE")
-_LITERALS = ("true", "false", "null")
-
-
-def _string_end(text: str, i: int) -> int | None:
-    """The index after the JSON string that opens at text[i]; None when the text ends inside
-    it; -1 when it is not a JSON string."""
-    i += 1
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if c == '"':
-            return i + 1
-        if c == "\\":
-            if i + 1 == n:
-                return None
-            if text[i + 1] == "u":
-                digits = text[i + 2 : i + 6]
-                if any(d not in "0123456789abcdefABCDEF" for d in digits):
-                    return -1
-                if len(digits) < 4:
-                    return None
-                i += 6
-                continue
-            if text[i + 1] not in _ESCAPES:
-                return -1
-            i += 2
-            continue
-        if c < " ":
-            return -1
-        i += 1
-    return None
-
-
-def _json_prefix(text: str) -> bool:
-    """Whether `text` is the beginning of a JSON document cut short: nothing in it is wrong,
-    it only stops before the document is whole (as a file does whose writer was stopped)."""
-    n = len(text)
-    i = 0
-    stack: list[str] = []
-    expect = "value"  # value | key | colon | next (a comma or the close) | end
-    first = False  # just after an opening bracket: the close is allowed where a value is due
-    while True:
-        while i < n and text[i] in _WHITESPACE:
-            i += 1
-        if i == n:
-            return expect != "end"
-        c = text[i]
-        if expect == "end":
-            return False
-        if expect == "colon":
-            if c != ":":
-                return False
-            i, expect = i + 1, "value"
-            continue
-        if expect == "next" or (first and c in "]}"):
-            if c == "," and not first:
-                i += 1
-                expect = "key" if stack[-1] == "{" else "value"
-                continue
-            if c != {"{": "}", "[": "]"}[stack[-1]]:
-                return False
-            stack.pop()
-            i, first = i + 1, False
-            expect = "next" if stack else "end"
-            continue
-        first = False
-        if expect == "key":
-            if c != '"':
-                return False
-            end = _string_end(text, i)
-            if end is None:
-                return True
-            if end < 0:
-                return False
-            i, expect = end, "colon"
-            continue
-        if c in "{[":
-            stack.append(c)
-            i += 1
-            expect, first = ("key" if c == "{" else "value"), True
-            continue
-        if c == '"':
-            end = _string_end(text, i)
-        elif c.isalpha():
-            end = i
-            while end < n and text[end].isalpha():
-                end += 1
-            word = text[i:end]
-            if end == n:
-                return any(lit.startswith(word) for lit in _LITERALS)
-            if word not in _LITERALS:
-                return False
-        else:
-            end = i
-            while end < n and text[end] in _NUMBER_CHARS:
-                end += 1
-            if end == n:
-                return end > i and _NUMBER_START.fullmatch(text, i, end) is not None
-            if _NUMBER.fullmatch(text, i, end) is None:
-                return False
-        if end is None:
-            return True
-        if end < 0:
-            return False
-        i = end
-        expect = "next" if stack else "end"
-
-
-def half_written(data: bytes) -> str | None:
-    """Why a file that does not parse is a half-written JSON document (empty, or cut short
-    mid-document: what Harbor leaves when the jobs folder's disk fills or it is killed while it
-    writes), or None when it is something else."""
-    if not data.strip():
-        return f"result.json is empty ({len(data)} bytes): Harbor never finished writing it"
-    try:  # a multi-byte character cut at the end is part of the cut, not a wrong byte
-        text = codecs.getincrementaldecoder("utf-8-sig")().decode(data, final=False)
-    except UnicodeDecodeError:
-        return None
-    if _json_prefix(text):
-        return (
-            f"result.json ends mid-document ({len(data)} bytes): Harbor never finished writing it"
-        )
-    return None
-
-
 # ----------------------------------------------------------------------------- trials
 
 
-def _verification_disabled(result: dict, file: str, job_default: bool) -> bool:
-    config = _object(result.get("config"), file, "config") or {}
-    verifier = _object(config.get("verifier"), file, "config.verifier")
-    if verifier is None or verifier.get("disable") is None:
-        return job_default
-    disable = verifier["disable"]
-    if not isinstance(disable, bool):
-        raise _shape_error(file, "config.verifier.disable", "true or false", disable)
-    return disable
-
-
-_POLICY_FIELDS = ("should_retry", "should_grade", "has_valid_reward")
-
-
-def _policy(doc: object, file: str, field: str, *, partial: bool) -> dict | None:
-    """A written ErrorPolicy (all three booleans) or ErrorPolicyOverride (any of them)."""
-    doc = _object(doc, file, field)
-    if doc is None:
-        return None
-    if set(doc) - set(_POLICY_FIELDS) or (not partial and set(doc) != set(_POLICY_FIELDS)):
-        raise AfbenchError(
-            "not one of Harbor's error policies",
-            file=file,
-            field=field,
-            expected=f"{'some of ' if partial else ''}{', '.join(_POLICY_FIELDS)}",
-            found=", ".join(sorted(doc)) or "no field",
-        )
-    for key, value in doc.items():
-        if not isinstance(value, bool) and not (partial and value is None):
-            raise _shape_error(file, f"{field}.{key}", "true or false", value)
-    return doc
-
-
-def recorded_exceptions(result: dict, file: str, table: str) -> list[dict]:
-    """The trial's exceptions, its own first, then each step's in step order (Harbor's
-    TrialResult.recorded_exceptions), each with the error policy Harbor applied: the one it
-    wrote beside the exception (0.26), else `table`'s with the override it wrote applied."""
-    found = []
-    steps = result.get("step_results")
-    if steps is not None and not isinstance(steps, list):
-        raise _shape_error(file, "step_results", "an array or null", steps)
-    places = [("exception_info", result.get("exception_info"))]
-    for index, step in enumerate(steps or []):
-        step = _object(step, file, f"step_results[{index}]", nullable=False)
-        places.append((f"step_results[{index}].exception_info", step.get("exception_info")))
-    for field, doc in places:
-        exc = _object(doc, file, field)
-        if exc is None:
-            continue
-        kind = exc.get("exception_type")
-        if not (isinstance(kind, str) and kind):
-            raise AfbenchError(f"{field} without an exception_type", file=file, field=field)
-        written = _policy(exc.get("policy"), file, field + ".policy", partial=False)
-        if written is not None:
-            policy, source = written, "written by Harbor"
-        else:
-            policy = harbor.error_policy(kind, table).__dict__.copy()
-            override = _policy(
-                exc.get("policy_override"), file, field + ".policy_override", partial=True
-            )
-            policy.update({k: v for k, v in (override or {}).items() if v is not None})
-            source = f"Harbor {table}'s table" + (" with the override" if override else "")
-        found.append({"where": field, "type": kind, "policy": policy, "policy_source": source})
-    return found
-
-
-def classify_trial(
-    result: dict, file: str, *, verification_disabled: bool = False, policy_table: str = "0.26.0"
-) -> dict:
-    """One Harbor trial's result.json -> outcome, reward, reason, read with Harbor's error
-    policy (`policy_table`: harbor.error_policy_table of the Harbor that wrote it): a reward
-    beside an exception whose policy says the reward is not valid is an error, never a score.
-
-    `verification_disabled` is the job's `verifier.disable`, used when the trial's own config
-    does not say."""
-    if not isinstance(result, dict):
-        raise AfbenchError(
-            "trial result must be a JSON object",
-            file=file,
-            expected="a JSON object",
-            found=json_type(result),
-        )
-    version = result.get("schema_version")
-    if version is not None and (type(version) is not int or version != 1):
-        raise AfbenchError(
-            "a trial result of a schema afbench does not know (Harbor 0.22.0 to 0.26.0 write "
-            "version 1, or none)",
-            file=file,
-            field="schema_version",
-            expected=1,
-            found=version if isinstance(version, int | str) else json_type(version),
-        )
-    verifier = _object(result.get("verifier_result"), file, "verifier_result")
-    rewards = (
-        _object(verifier.get("rewards"), file, "verifier_result.rewards") if verifier else None
-    )
-    has_reward = rewards is not None and "reward" in rewards
-    reward = rewards.get("reward") if has_reward else None
-    exceptions = recorded_exceptions(result, file, policy_table)
-    exc_type = exceptions[0]["type"] if exceptions else None
-    invalid = [e for e in exceptions if not e["policy"]["has_valid_reward"]]
-    valid = bool(rewards) and not invalid
-    written = result.get("reward_valid")
-    if written is not None:
-        if not isinstance(written, bool):
-            raise _shape_error(file, "reward_valid", "true or false", written)
-        if written != valid:
-            raise AfbenchError(
-                "contradiction: reward_valid disagrees with the rewards and the error "
-                "policies written beside the exceptions",
-                file=file,
-                field="reward_valid",
-                expected=valid,
-                found=written,
-            )
-    disabled = _verification_disabled(result, file, verification_disabled)
-    if disabled and has_reward:
-        raise AfbenchError(
-            "contradiction: a reward although verification was disabled",
-            file=file,
-            field="verifier_result.rewards.reward",
-        )
-    numeric = isinstance(reward, int | float) and not isinstance(reward, bool)
-    facts = {"exceptions": [e["type"] for e in exceptions], "reward_valid": valid}
-    if has_reward and not (numeric and reward in (0, 1)):
-        shown = reward if numeric and math.isfinite(reward) else repr(reward)
-        return {
-            "outcome": "error",
-            "reward": None,
-            "reason": f"invalid_reward ({shown})",
-            **facts,
-        }
-    if has_reward and invalid:
-        # Harbor graded the trial, but its own policy says the reward measures the outage,
-        # not the agent: an error, whichever way the verifier went
-        return {
-            "outcome": "error",
-            "reward": None,
-            "reason": f"{invalid[0]['type']}: reward {reward:g} not valid (Harbor's error "
-            f"policy, {invalid[0]['policy_source']})",
-            **facts,
-        }
-    if has_reward and reward == 1:
-        return {"outcome": "accepted", "reward": 1, "reason": exc_type or "reward 1", **facts}
-    if has_reward:
-        # an agent timeout that still got a verdict is the agent's failure, not infrastructure
-        return {"outcome": "rejected", "reward": 0, "reason": exc_type or "reward 0", **facts}
-    if disabled and exc_type in (None, "AgentTimeoutError"):
-        # nothing went wrong with the infrastructure: nobody checked the answer
-        reason = UNVERIFIED_REASON + (f"; {exc_type}" if exc_type else "")
-        return {"outcome": "unverified", "reward": None, "reason": reason, **facts}
-    if exc_type:
-        return {"outcome": "error", "reward": None, "reason": exc_type, **facts}
-    return {"outcome": "error", "reward": None, "reason": "no_reward", **facts}
-
-
-def _normal(value: object) -> object:
-    """Numbers compared by value (1 and 1.0 are one setting)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return value
-    return float(value)
-
-
-def _kind(key: str, default: object) -> str:
-    if isinstance(default, dict):
-        return "object"
-    if isinstance(default, list):
-        return "array"
-    if isinstance(default, bool):
-        return "bool"
-    if key.endswith(("_multiplier", "_sec", "_mb", "_cpus", "_gpus", "_tpu")):
-        return "number"
-    if key.endswith(("name", "import_path", "type", "_policy")):
-        return "string"
-    return "any"
-
-
-# (section, field, key, default, kind) for each setting, worked out once
-_FIELDS = [
-    (*key.rpartition(".")[::2], key, _normal(default), _kind(key, default))
-    for key, default in harbor.TRIAL_SETTINGS.items()
-]
-
-
-_DEFAULTS = {key: default for _, _, key, default, _ in _FIELDS}
-
-
-def trial_settings(config: dict, file: str, prefix: str = "config.") -> dict:
-    """The behaviour-changing settings of a Harbor 0.22.0 trial config (a result.json's
-    resolved `config`, or a trial's own config.json), defaults filled in."""
-    sections = {"": config}
-    for name in _SECTIONS:
-        sections[name] = _section(config, name, file, prefix)
-    settings = {}
-    for section, field, key, default, kind in _FIELDS:
-        value = sections[section].get(field)
-        if value is None:
-            settings[key] = default
-            continue
-        if kind == "object":
-            value = _object(value, file, prefix + key, nullable=False)
-        elif kind == "array" and not isinstance(value, list):
-            raise _shape_error(file, prefix + key, "an array", value)
-        elif kind == "bool" and not isinstance(value, bool):
-            raise _shape_error(file, prefix + key, "true or false", value)
-        elif kind == "number":
-            value = _number(value, file, prefix + key)
-        elif kind == "string":
-            value = _string(value, file, prefix + key)
-        settings[key] = value
-    for key in harbor.TIMEOUT_MULTIPLIERS:
-        if settings[key] == settings["timeout_multiplier"]:
-            settings[key] = None  # the overall multiplier applies: the same behaviour
-    if settings["agent.name"] is None and settings["agent.import_path"] is None:
-        settings["agent.name"] = harbor.DEFAULT_AGENT
-    if settings["environment.type"] is None and settings["environment.import_path"] is None:
-        settings["environment.type"] = harbor.DEFAULT_ENVIRONMENT
-    return settings
-
-
-def _verifier_settings(config: dict, file: str, job_default: bool) -> dict:
-    """How the trial was verified (harbor.VERIFIER_SETTINGS), for the protocol check."""
-    verifier = _object(config.get("verifier"), file, "config.verifier") or {}
-    settings = {}
-    for key, default in harbor.VERIFIER_SETTINGS.items():
-        value = verifier.get(key)
-        if value is None:
-            value = job_default if key == "disable" else default
-        elif isinstance(default, dict):
-            value = _object(value, file, f"config.verifier.{key}", nullable=False)
-        elif isinstance(default, bool) and not isinstance(value, bool):
-            raise _shape_error(file, f"config.verifier.{key}", "true or false", value)
-        else:
-            value = _string(value, file, f"config.verifier.{key}") if default is None else value
-        settings[key] = value
-    return settings
-
-
 def _agent_info(result: dict, file: str) -> dict | None:
-    info = _object(result.get("agent_info"), file, "agent_info")
+    info = json_object(result.get("agent_info"), file, "agent_info")
     if info is None:
         return None
-    model = _object(info.get("model_info"), file, "agent_info.model_info")
+    model = json_object(info.get("model_info"), file, "agent_info.model_info")
     return {
-        "name": _string(info.get("name"), file, "agent_info.name"),
-        "version": _string(info.get("version"), file, "agent_info.version"),
+        "name": json_string(info.get("name"), file, "agent_info.name"),
+        "version": json_string(info.get("version"), file, "agent_info.version"),
         "model_info": None
         if model is None
         else {
-            "name": _string(model.get("name"), file, "agent_info.model_info.name"),
-            "provider": _string(model.get("provider"), file, "agent_info.model_info.provider"),
+            "name": json_string(model.get("name"), file, "agent_info.model_info.name"),
+            "provider": json_string(model.get("provider"), file, "agent_info.model_info.provider"),
         },
     }
 
 
 def _cost(result: dict, file: str) -> float | None:
-    agent_result = _object(result.get("agent_result"), file, "agent_result")
+    agent_result = json_object(result.get("agent_result"), file, "agent_result")
     if agent_result is None:
         return None
-    cost = _number(agent_result.get("cost_usd"), file, "agent_result.cost_usd")
+    cost = json_number(agent_result.get("cost_usd"), file, "agent_result.cost_usd")
     if cost is not None and cost < 0:
         raise AfbenchError(
             "negative cost", file=file, field="agent_result.cost_usd", expected=">= 0", found=cost
@@ -559,7 +154,7 @@ def harbor_configuration(
     model_info = info.get("model_info")
     model = settings["agent.model_name"] or _model_label(model_info)
     environment = settings["environment.type"] or settings["environment.import_path"]
-    extras = {k: v for k, v in settings.items() if k not in _SHOWN and v != _DEFAULTS[k]}
+    extras = {k: v for k, v in settings.items() if k not in _SHOWN and v != SETTING_DEFAULTS[k]}
     if settings["agent.name"] not in (None, agent):
         extras["agent.name"] = settings["agent.name"]
     if model_info and settings["agent.model_name"] not in (
@@ -608,7 +203,7 @@ def _harbor_version(job_dir: str) -> tuple[str | None, str]:
     """The Harbor that wrote the job (its lock.json's harbor.version) and how that is known.
     lock.json is Harbor's record of what it resolved, not data afbench scores: one that is
     absent or unreadable as JSON leaves the version unknown, said so, never a refusal."""
-    file = job_dir + "/lock.json"
+    file = JobFolder(job_dir).lock
     data = read_regular_file(file, "Harbor job lock", required=False)
     if data is None:
         return None, "unknown: no lock.json"
@@ -625,7 +220,7 @@ def _harbor_version(job_dir: str) -> tuple[str | None, str]:
 
 def _retry_settings(doc: dict, file: str) -> dict:
     """The job's retry settings (Harbor's RetryConfig; the plans run none: max_retries 0)."""
-    retry = _object(doc.get("retry"), file, "retry") or {}
+    retry = json_object(doc.get("retry"), file, "retry") or {}
     max_retries = retry.get("max_retries", 0)
     if type(max_retries) is not int or max_retries < 0:
         raise AfbenchError(
@@ -641,7 +236,7 @@ def _retry_settings(doc: dict, file: str) -> dict:
         if value is not None and not (
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         ):
-            raise _shape_error(file, f"retry.{key}", "an array of exception names or null", value)
+            raise shape_error(file, f"retry.{key}", "an array of exception names or null", value)
         settings[key] = sorted(value) if value is not None else None
     return settings
 
@@ -650,7 +245,7 @@ def _job_result(job_dir: str) -> dict:
     """What the job's result.json says of the job: its id, whether it finished, its retry
     count. A job without one, with Harbor's own half-written one, or without finished_at is
     incomplete, with the reason; anything else that is not such a document is refused."""
-    file = job_dir + "/result.json"
+    file = JobFolder(job_dir).result
     data = read_regular_file(file, "Harbor job result", required=False)
     facts = {"job_id": None, "finished": False, "incomplete": None, "n_retries": None}
     if data is None:
@@ -664,28 +259,19 @@ def _job_result(job_dir: str) -> dict:
             raise
         facts["incomplete"] = "job " + reason
         return facts
-    doc = _object(doc, file, "(top level)", nullable=False)
-    version = doc.get("schema_version")
-    if version is not None and (type(version) is not int or version != 1):
-        raise AfbenchError(
-            "a job result of a schema afbench does not know (Harbor 0.22.0 to 0.26.0 write "
-            "version 1, or none)",
-            file=file,
-            field="schema_version",
-            expected=1,
-            found=version if isinstance(version, int | str) else json_type(version),
-        )
-    facts["job_id"] = _string(doc.get("id"), file, "id")
-    if _string(doc.get("finished_at"), file, "finished_at") is None:
+    doc = json_object(doc, file, "(top level)", nullable=False)
+    check_schema_version(doc, file, "job")
+    facts["job_id"] = json_string(doc.get("id"), file, "id")
+    if json_string(doc.get("finished_at"), file, "finished_at") is None:
         facts["incomplete"] = (
             "the job's result.json has no finished_at: the job was stopped, or is still running"
         )
     else:
         facts["finished"] = True
-    stats = _object(doc.get("stats"), file, "stats") or {}
+    stats = json_object(doc.get("stats"), file, "stats") or {}
     n_retries = stats.get("n_retries")
     if n_retries is not None and (type(n_retries) is not int or n_retries < 0):
-        raise _shape_error(file, "stats.n_retries", "a whole number >= 0", n_retries)
+        raise shape_error(file, "stats.n_retries", "a whole number >= 0", n_retries)
     facts["n_retries"] = n_retries
     return facts
 
@@ -695,7 +281,7 @@ def _logged_retries(job_dir: str) -> dict[str, list[str]] | None:
     attempt raised, from Harbor's job.log ("Trial T failed with exception E. Retrying in ...",
     written at every retry since 0.22.0, appended to on resume). None without job.log. Read a
     line at a time, so a long job's log of any size is read in bounded memory."""
-    path = job_dir + "/job.log"
+    path = JobFolder(job_dir).log
     if not os.path.lexists(path):
         return None
     retried: dict[str, list[str]] = {}
@@ -714,11 +300,11 @@ def _job(job_dir: str) -> dict:
     """A job's config.json (required: it makes a folder a Harbor job directory), what its
     result.json says of the job (_job_result), its Harbor version (lock.json) and the error
     policy table that reads its trials, its retry settings and its logged retries."""
-    file = job_dir + "/config.json"
+    file = JobFolder(job_dir).config
     data = read_regular_file(file, "Harbor job config", required=False)
     if data is None:
         raise AfbenchError("not a Harbor job directory (no config.json)", file=job_dir)
-    doc = _object(parse_json_bytes(data, file, "Harbor job config"), file, "(top level)")
+    doc = json_object(parse_json_bytes(data, file, "Harbor job config"), file, "(top level)")
     assert doc is not None
     n_attempts = doc.get("n_attempts", 1)
     if isinstance(n_attempts, bool) or not isinstance(n_attempts, int) or n_attempts < 1:
@@ -733,11 +319,8 @@ def _job(job_dir: str) -> dict:
     if agents is not None and not (
         isinstance(agents, list) and all(isinstance(a, dict) for a in agents)
     ):
-        raise _shape_error(file, "agents", "an array of objects", agents)
-    verifier = _object(doc.get("verifier"), file, "verifier") or {}
-    disable = verifier.get("disable", False)
-    if not isinstance(disable, bool):
-        raise _shape_error(file, "verifier.disable", "true or false", disable)
+        raise shape_error(file, "agents", "an array of objects", agents)
+    disable = job_verification_disabled(doc, file)
     retry = _retry_settings(doc, file)
     result = _job_result(job_dir)
     version, version_from = _harbor_version(job_dir)
@@ -787,7 +370,7 @@ def _job_trial_config(job: dict, trial: str) -> dict:
     doc = job["doc"]
     config = {k: doc[k] for k in _TOP_SETTINGS if k in doc}
     config["agent"] = agents[0]
-    for name in ("environment", "verifier"):
+    for name in JOB_SECTIONS:
         if name in doc:
             config[name] = doc[name]
     return config
@@ -871,7 +454,7 @@ def _check_trial_facts(
 def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
     """What a trial without result.json tells: its task, name, job and settings (from its own
     config.json when Harbor wrote one, else from the folder's name and the job)."""
-    file = trial + "/config.json"
+    file = TrialFolder(trial).config
     data = read_regular_file(file, "trial config", required=False)
     if data is not None and not data.strip():
         data = None  # Harbor's own empty one (a full disk): as if it had written none
@@ -883,13 +466,13 @@ def _incomplete_trial(trial: str, name: str, job: dict) -> dict:
             "settings": trial_settings(_job_trial_config(job, trial), job["file"], ""),
             "settings_from": "job",
         }
-    doc = _object(parse_json_bytes(data, file, "trial config"), file, "(top level)")
+    doc = json_object(parse_json_bytes(data, file, "trial config"), file, "(top level)")
     assert doc is not None
-    task = _object(doc.get("task"), file, "task") or {}
-    path = _string(task.get("path"), file, "task.path")
-    task_name = _string(task.get("name"), file, "task.name")
-    trial_name = _string(doc.get("trial_name"), file, "trial_name") or name
-    job_id = _string(doc.get("job_id"), file, "job_id")
+    task = json_object(doc.get("task"), file, "task") or {}
+    path = json_string(task.get("path"), file, "task.path")
+    task_name = json_string(task.get("name"), file, "task.name")
+    trial_name = json_string(doc.get("trial_name"), file, "trial_name") or name
+    job_id = json_string(doc.get("job_id"), file, "job_id")
     task_id = path.rstrip("/").rsplit("/", 1)[-1] if path else task_name or name.split("__")[0]
     _check_trial_facts(name, file, task_id, trial_name, None, path, job_id, job)
     return {
@@ -1007,7 +590,7 @@ def _trial_retries(job: dict, trial_name: str) -> tuple[int | None, list[str]]:
 
 def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> list[dict]:
     """read_harbor_job's loop over the trial folders `names` of `job`."""
-    prefix = job_dir.rstrip("/") + "/" if job_dir != "/" else "/"
+    folder = JobFolder(job_dir)
     n_attempts, disabled = job["n_attempts"], job["verification_disabled"]
     max_retries = job["facts"]["retry"]["max_retries"]
     table = job["policy_table"]
@@ -1022,8 +605,8 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
     trial_ids: dict[str, str] = {}
     for name in names:
         bar.advance()
-        trial = prefix + name
-        file = trial + "/result.json"
+        trial_folder = folder.trial(name)
+        trial, file = trial_folder.path, trial_folder.result
         data = read(file, "trial result.json", MAX_INPUT_BYTES, missing_ok=True)
         reason = "no result.json" if data is None else None
         if data is not None:
@@ -1059,16 +642,16 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
         attempt = classify_trial(result, file, verification_disabled=disabled, policy_table=table)
         config = result.get("config")
         if type(config) is not dict:
-            config = _object(config, file, "config", nullable=False)
+            config = json_object(config, file, "config", nullable=False)
         task_id = result.get("task_name")
         if type(task_id) is not str:
-            task_id = _string(task_id, file, "task_name", nullable=False)
+            task_id = json_string(task_id, file, "task_name", nullable=False)
         trial_name = result.get("trial_name")
         if type(trial_name) is not str:
-            trial_name = _string(trial_name, file, "trial_name", nullable=False)
+            trial_name = json_string(trial_name, file, "trial_name", nullable=False)
         job_id = config.get("job_id")
         if job_id is not None and type(job_id) is not str:
-            job_id = _string(job_id, file, "config.job_id")
+            job_id = json_string(job_id, file, "config.job_id")
         task = config.get("task")
         task_path = task.get("path") if type(task) is dict else None
         _check_trial_facts(
@@ -1076,7 +659,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
         )
         trial_id = result.get("id")
         if trial_id is not None and type(trial_id) is not str:
-            trial_id = _string(trial_id, file, "id")
+            trial_id = json_string(trial_id, file, "id")
         if trial_id is not None:
             if trial_id in trial_ids:
                 raise _disagree(
@@ -1093,9 +676,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
         # equal bytes and a key is never shared by two different settings; at half repr's cost
         key = marshal.dumps(
             (
-                config.get("agent"),
-                config.get("environment"),
-                config.get("verifier"),
+                *map(config.get, CONFIG_SECTIONS),
                 [config.get(k) for k in _TOP_SETTINGS],
                 result.get("agent_info"),
             ),
@@ -1111,11 +692,11 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
         configuration = seen[0]
         checksum = result.get("task_checksum")
         if checksum is not None and type(checksum) is not str:
-            checksum = _string(checksum, file, "task_checksum")
+            checksum = json_string(checksum, file, "task_checksum")
         retries, first = _trial_retries(job, trial_name)
         cost = _cost(result, file)
         if seen[1] is None:  # the verifier section is part of the key: read once per key
-            seen[1] = _verifier_settings(config, file, disabled)
+            seen[1] = verifier_settings(config, file, disabled)
         attempts.append(
             {
                 "task_id": task_id,

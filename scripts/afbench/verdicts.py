@@ -9,7 +9,8 @@ from pathlib import Path
 
 from .errors import AfbenchError, Problem, raise_if
 from .fsutil import check_name, parse_json_bytes
-from .harborjobs import check_unique_trials, json_type, read_regular_file, record_as, utf8_path
+from .harborfiles import json_type
+from .harborjobs import check_unique_trials, read_regular_file, record_as, utf8_path
 from .kinds.runs import CHECK_NAMES
 
 
