@@ -73,15 +73,17 @@ class TrialFolder:
 
 
 # --- where the versions differ ----------------------------------------------------------------
-# The first Harbor version that writes each field afbench reads that not every version writes;
-# a field of an older job folder is absent, and read as its default (the policy from the
-# version's table, reward_valid worked out from the rewards and the policies, schema 1).
+# The first Harbor version that writes each field afbench reads that not every version writes,
+# by (Harbor's model, field); in an older job folder the field is absent, and read as its
+# default (schema 1, reward_valid worked out from the rewards and the policies, the policy from
+# the version's table, no override)
 HARBOR_WRITES = {
-    "result.json schema_version": "0.26.0",
-    "result.json reward_valid": "0.26.0",
-    "result.json exception_info.policy": "0.26.0",
-    "result.json exception_info.policy_override": "0.26.0",
-    "config.json override_error_policy": "0.25.0",
+    ("JobResult", "schema_version"): "0.26.0",
+    ("TrialResult", "schema_version"): "0.26.0",
+    ("TrialResult", "reward_valid"): "0.26.0",
+    ("ExceptionInfo", "policy"): "0.26.0",
+    ("ExceptionInfo", "policy_override"): "0.26.0",
+    ("TrialConfig", "override_error_policy"): "0.25.0",
 }
 # the schema_version of a job's and a trial's result.json, where one is written
 RESULT_SCHEMA_VERSION = 1
