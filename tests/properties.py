@@ -30,7 +30,7 @@ from afbench.config import (
 from afbench.errors import AfbenchError, printable
 from afbench.fsutil import check_name, json_bytes, read_json_file, read_regular_file, sha256_file
 from afbench.harbor import MODEL, check_environment_type
-from afbench.harborjobs import classify_trial
+from afbench.harborfiles import classify_trial
 from afbench.official import parse_results
 from afbench.verdicts import parse_verdict
 

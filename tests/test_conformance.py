@@ -35,7 +35,7 @@ from conftest import (
 
 # --- the protocol-conformance certificate -----------------------------------------------------
 def settings(**changed) -> dict:
-    from afbench.harborjobs import trial_settings
+    from afbench.harborfiles import trial_settings
 
     base = trial_settings({"agent": {"name": "nop"}, "environment": {"type": "docker"}}, "x")
     return {**base, **changed}

@@ -17,7 +17,8 @@ import pytest
 from afbench import harbor, harborfiles
 from afbench.config import load_config
 from afbench.errors import AfbenchError
-from afbench.harborjobs import classify_trial, read_harbor_job
+from afbench.harborfiles import classify_trial
+from afbench.harborjobs import read_harbor_job
 from afbench.kinds import SELECTION
 from afbench.release import identity
 from afbench.runs import summarize_run

@@ -21,7 +21,8 @@ from hypothesis import strategies as st
 from afbench import fsutil, harborjobs, runs
 from afbench.cli import main
 from afbench.errors import AfbenchError
-from afbench.harborjobs import classify_trial, read_harbor_job, read_regular_file
+from afbench.harborfiles import classify_trial
+from afbench.harborjobs import read_harbor_job, read_regular_file
 from afbench.runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, summarize_run
 from afbench.verdicts import parse_verdict, read_verdict_dir
 

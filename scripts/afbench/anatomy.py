@@ -126,7 +126,7 @@ ADVISORY_METHOD = (
     "mapped to environment, verifier, model API, credentials or model name, or the agent's own; "
     "unknown for any other type, mixed when its attempts disagree"
 )
-# reasons afbench writes for attempts that are not errors (harborjobs.classify_trial)
+# reasons afbench writes for attempts that are not errors (harborfiles.classify_trial)
 _NOT_ERRORS = {"reward 0", "reward 1", "no trial"}
 
 
