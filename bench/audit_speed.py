@@ -131,7 +131,8 @@ def local_run(catalog: dict, rev: Path) -> None:
     from afbench.catalog import select_tasks
     from afbench.conformance import certify_run
     from afbench.fsutil import csv_output, json_bytes, json_output, write_outputs
-    from afbench.runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, read_verdict_dir, summarize_run
+    from afbench.runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, summarize_run
+    from afbench.verdicts import read_verdict_dir
 
     selection = select_tasks(catalog, "every-task")
     (rev / "selections").mkdir(parents=True)

@@ -4,7 +4,7 @@ Builds a job folder of N trials (default 100,000) under bench/work/harbor-speed/
 Harbor 0.22.0 fixture trials (tests/fixtures/harbor-0.22.0-jobs/demo-oracle: every outcome
 Harbor writes) in a run's realistic shares (MIX: 40% accepted, 54% rejected, 6% errors of six
 kinds), each copy with a task, trial name, trial folder and trial id of its own, so the job's
-own facts agree (one trial per task, as its n_attempts 1 says). Then `runs.read_harbor_job`
+own facts agree (one trial per task, as its n_attempts 1 says). Then `harborjobs.read_harbor_job`
 reads it in fresh processes, alternating between the package at REF (default 8109c16, the
 previous round, taken with `git archive` and put first on PYTHONPATH) and this work tree's,
 ROUNDS times each (default 3). Prints each side's best wall and CPU time (the child's own
@@ -47,12 +47,12 @@ CHILD = r"""
 import json, os, resource, sys, time
 from pathlib import Path
 started = time.perf_counter()
-from afbench import runs
-assert Path(runs.__file__).is_relative_to(sys.argv[1]), runs.__file__
+from afbench import harborjobs
+assert Path(harborjobs.__file__).is_relative_to(sys.argv[1]), harborjobs.__file__
 imported = time.perf_counter() - started
 before = resource.getrusage(resource.RUSAGE_SELF)
 wall = time.perf_counter()
-attempts = runs.read_harbor_job(Path(sys.argv[2]))
+attempts = harborjobs.read_harbor_job(Path(sys.argv[2]))
 wall = time.perf_counter() - wall
 after = resource.getrusage(resource.RUSAGE_SELF)
 cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)

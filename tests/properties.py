@@ -30,8 +30,9 @@ from afbench.config import (
 from afbench.errors import AfbenchError, printable
 from afbench.fsutil import check_name, json_bytes, read_json_file, read_regular_file, sha256_file
 from afbench.harbor import MODEL, check_environment_type
+from afbench.harborfiles import classify_trial
 from afbench.official import parse_results
-from afbench.runs import classify_trial, parse_verdict
+from afbench.verdicts import parse_verdict
 
 # the schema's column mappings (our field names, upstream's the same by default)
 MANIFEST_MAP = default_columns("manifest")
@@ -1361,7 +1362,7 @@ def check_json_number(which: str, place: int, number: object) -> str:
     integer beyond a float among them), or read; never a traceback."""
     from afbench.errors import AfbenchError as _Error
     from afbench.fsutil import parse_json_bytes
-    from afbench.runs import read_harbor_job
+    from afbench.harborjobs import read_harbor_job
 
     text_number = str(number) if isinstance(number, int) else json.dumps(number)
     if which == "verdict":

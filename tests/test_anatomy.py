@@ -218,7 +218,7 @@ def test_every_harbor_exception_named_is_one_harbor_0_22_0_defines():
     for path in site[0].rglob("*.py"):
         defined |= set(re.findall(r"^class (\w+)\(", path.read_text(errors="replace"), re.M))
     named = {n for names in anatomy.ADVISORY.values() for n in names}
-    ours = {"invalid_reward", "no_reward"}  # afbench's own reasons (runs.classify_trial)
+    ours = {"invalid_reward", "no_reward"}  # afbench's own reasons (harborfiles.classify_trial)
     assert named - ours <= defined, sorted(named - ours - defined)
 
 

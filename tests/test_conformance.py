@@ -14,10 +14,10 @@ import pytest
 
 from afbench import conformance, demo
 from afbench.config import load_config
+from afbench.harborjobs import read_harbor_job
 from afbench.kinds import CATALOG, SELECTION
 from afbench.kinds.tasks import TASK as TASK_ROW
 from afbench.release import identity
-from afbench.runs import read_harbor_job
 
 from conftest import (
     FIXTURES,
@@ -35,7 +35,7 @@ from conftest import (
 
 # --- the protocol-conformance certificate -----------------------------------------------------
 def settings(**changed) -> dict:
-    from afbench.runs import trial_settings
+    from afbench.harborfiles import trial_settings
 
     base = trial_settings({"agent": {"name": "nop"}, "environment": {"type": "docker"}}, "x")
     return {**base, **changed}

@@ -26,6 +26,7 @@ import pytest
 import yaml
 
 from afbench import ledger, locking
+from afbench.approval import partial_rounds
 from afbench.config import load_config
 from afbench.errors import AfbenchError
 from afbench.execute import (
@@ -35,7 +36,6 @@ from afbench.execute import (
     execute_trial,
     job_finished,
     job_state,
-    partial_rounds,
     run_steps,
     running_cost,
 )
@@ -1163,7 +1163,7 @@ def receipt_file(path: Path, task: str, outcome: str, *costs: float | None, agen
 
 
 def test_receipts_read_together_are_one_per_trial_in_any_order(tmp_path):
-    from afbench.execute import read_receipts
+    from afbench.ledger import read_receipts
 
     a = receipt_file(tmp_path / "a.json", "t1", "accepted", 1.5)
     nop = receipt_file(tmp_path / "nop.json", "t1", "rejected", agent="nop")
@@ -1189,7 +1189,7 @@ def test_receipts_read_together_are_one_per_trial_in_any_order(tmp_path):
 
 
 def test_a_receipts_cost_is_finite_and_not_negative(tmp_path):
-    from afbench.execute import read_receipts
+    from afbench.ledger import read_receipts
 
     negative = receipt_file(tmp_path / "negative.json", "t1", "accepted", 1.0)
     negative.write_text(negative.read_text().replace('"cost_usd": 1.0', '"cost_usd": -1.0'))
@@ -1301,7 +1301,7 @@ def test_a_job_is_finished_when_every_trial_has_a_readable_result(tmp_path):
 
 
 def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_path):
-    from afbench.execute import approve, planned_trials
+    from afbench.approval import approve, planned_trials
 
     release = {"nominal_budget_usd": 200.0}
     jobs = tmp_path / "jobs"
@@ -1372,7 +1372,7 @@ def test_the_guard_prints_what_the_run_can_detect_and_what_runs_elsewhere(tmp_pa
 
 
 def test_before_the_plans_the_guard_counts_what_the_config_will_plan(tmp_path):
-    from afbench.execute import approve, selection_size, unplanned_trials
+    from afbench.approval import approve, selection_size, unplanned_trials
 
     assert selection_size({"tasks": ["a", "b"], "sources": [], "limit": None}, 341) == 2
     assert selection_size({"tasks": [], "sources": [], "limit": 5}, 341) == 5

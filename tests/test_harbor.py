@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from afbench import harbor
+from afbench import harbor, harborfiles
 from afbench.config import load_config
 from afbench.errors import AfbenchError
+from afbench.harborfiles import classify_trial
+from afbench.harborjobs import read_harbor_job
 from afbench.kinds import SELECTION
 from afbench.release import identity
-from afbench.runs import classify_trial, read_harbor_job, summarize_run
+from afbench.runs import summarize_run
 
 from conftest import (
     HARBOR,
@@ -113,6 +115,55 @@ def test_the_0_26_table_is_the_installed_harbors():
     python = HARBOR_026.parent / "python"
     out = subprocess.run([str(python), "-c", dump], capture_output=True, text=True, check=True)
     assert json.loads(out.stdout) == as_lists("0.26.0")
+
+
+# ------------------------------------------------------------------ the folders, declared once
+
+HARBORS = {"0.22.0": HARBOR, "0.26.0": HARBOR_026}
+DUMP_LAYOUT = """
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from harbor.job import Job
+from harbor.models.job.config import JobConfig
+from harbor.models.job.result import JobResult
+from harbor.models.trial.config import TrialConfig
+from harbor.models.trial.paths import TrialPaths
+from harbor.models.trial.result import ExceptionInfo, TrialResult
+job, trial = SimpleNamespace(job_dir=Path("J")), TrialPaths(Path("T"))
+models = (JobConfig, JobResult, TrialConfig, TrialResult, ExceptionInfo)
+print(json.dumps({
+    "job": [str(getattr(Job, k).fget(job)) for k in
+            ("_job_config_path", "_job_result_path", "_job_lock_path", "_log_output_path")],
+    "trial": [str(p) for p in
+              (trial.config_path, trial.result_path, trial.agent_dir, trial.verifier_dir)],
+    "fields": {m.__name__: sorted({*m.model_fields, *m.model_computed_fields}) for m in models},
+}))
+"""
+
+
+@pytest.mark.harbor
+@pytest.mark.parametrize("version", sorted(HARBORS))
+def test_the_folders_and_the_fields_each_version_writes_are_that_harbors_own(version):
+    """harborfiles' job and trial folders are the paths the installed Harbor's own Job and
+    TrialPaths give, and each field HARBOR_WRITES dates is in that Harbor's model exactly
+    when the version is that one or later."""
+    python = HARBORS[version].parent / "python"
+    if not python.is_file():
+        pytest.skip(f"no Harbor {version} at {python.parent}")
+    out = subprocess.run(
+        [str(python), "-c", DUMP_LAYOUT], capture_output=True, text=True, check=True
+    )
+    found = json.loads(out.stdout)
+    job, trial = harborfiles.JobFolder("J"), harborfiles.TrialFolder("T")
+    assert found["job"] == [job.config, job.result, job.lock, job.log]
+    assert found["trial"] == [trial.config, trial.result, trial.agent, trial.verifier]
+    fields = found["fields"]
+    assert set(harborfiles.CONFIG_SECTIONS) <= set(fields["TrialConfig"])
+    assert set(harborfiles.JOB_SECTIONS) <= set(fields["JobConfig"])
+    number = lambda v: tuple(map(int, v.split(".")))  # noqa: E731
+    for (model, field), since in harborfiles.HARBOR_WRITES.items():
+        assert (field in fields[model]) == (number(version) >= number(since)), (model, field)
 
 
 # ------------------------------------------------------------------ a trial, classified

@@ -18,19 +18,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from afbench import fsutil, runs
+from afbench import fsutil, harborjobs, runs
 from afbench.cli import main
 from afbench.errors import AfbenchError
-from afbench.runs import (
-    ATTEMPT_COLUMNS,
-    OUTCOME_COLUMNS,
-    classify_trial,
-    parse_verdict,
-    read_harbor_job,
-    read_regular_file,
-    read_verdict_dir,
-    summarize_run,
-)
+from afbench.harborfiles import classify_trial
+from afbench.harborjobs import read_harbor_job, read_regular_file
+from afbench.runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, summarize_run
+from afbench.verdicts import parse_verdict, read_verdict_dir
 
 import properties as prop
 from conftest import (
@@ -1186,7 +1180,7 @@ def test_a_very_large_job_folder_is_refused_in_one_bounded_line(tmp_path, monkey
             )
         )
     reads, settings = Counter(), []
-    read_once, settings_of = fsutil.read_file_once, runs.trial_settings
+    read_once, settings_of = fsutil.read_file_once, harborjobs.trial_settings
 
     def counted_read(path, *args, **kwargs):
         reads[path] += 1
@@ -1197,7 +1191,7 @@ def test_a_very_large_job_folder_is_refused_in_one_bounded_line(tmp_path, monkey
         return settings_of(*args, **kwargs)
 
     monkeypatch.setattr(fsutil, "read_file_once", counted_read)
-    monkeypatch.setattr(runs, "trial_settings", counted_settings)
+    monkeypatch.setattr(harborjobs, "trial_settings", counted_settings)
     with pytest.raises(AfbenchError) as info:
         read_harbor_job(job)
     trials = {str(p / "result.json") for p in job.iterdir() if p.is_dir()}

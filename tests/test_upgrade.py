@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from afbench import demo
+from afbench.approval import approve
 from afbench.catalog import build_catalog, content_digests, freeze, select_tasks
 from afbench.config import default_columns
 from afbench.errors import AfbenchError
-from afbench.execute import approve
 from afbench.fsutil import json_bytes, sha256_bytes
 from afbench.harbor import task_checksum
 from afbench.kinds import RELEASE, SELECTION
@@ -347,7 +347,7 @@ def test_the_demo_upgrade_diff_gives_exactly_the_generated_changes(tmp_path):
     tasks at the execution guard's cost, and a frozen selection over a changed member is
     refused by name."""
     from afbench import demo
-    from afbench.execute import approve
+    from afbench.approval import approve
 
     root = project(tmp_path)
     upgrade = ["--configfile", "config/demo.yaml", "config/demo-upgrade.yaml"]

@@ -126,7 +126,7 @@ ADVISORY_METHOD = (
     "mapped to environment, verifier, model API, credentials or model name, or the agent's own; "
     "unknown for any other type, mixed when its attempts disagree"
 )
-# reasons afbench writes for attempts that are not errors (runs.classify_trial)
+# reasons afbench writes for attempts that are not errors (harborfiles.classify_trial)
 _NOT_ERRORS = {"reward 0", "reward 1", "no trial"}
 
 
@@ -379,7 +379,8 @@ def read_outcome_rows(path) -> list[dict]:
 
     from .csvtable import read_table
     from .fsutil import csv_text_value, read_regular_file
-    from .runs import MAX_INPUT_BYTES, OUTCOME_COLUMNS, OUTCOMES
+    from .harborjobs import MAX_INPUT_BYTES
+    from .runs import OUTCOME_COLUMNS, OUTCOMES
 
     file = str(path)
     table = read_table(

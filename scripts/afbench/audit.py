@@ -330,7 +330,7 @@ def _execution(found: Directory) -> list[dict]:
     """The paid chain: a trial's receipts one per trial, the cost ledger over the receipts,
     each step of a sealed comparison held to its plan and, the last, made again from the
     receipts, and the executed run's outcomes held to that last step's."""
-    from .execute import trial_key
+    from .ledger import trial_key
 
     lines = _Lines()
     receipts = list(found.of("afbench trial receipt"))

@@ -44,6 +44,8 @@ from .kinds import TASK_CHECKSUMS
 # lifetime of their own below a full-budget trial (cloud sandboxes have one:
 # docs/plans-and-execution.md)
 PROTOCOL_ENVIRONMENTS = frozenset({"docker", "singularity"})
+# the phases whose upstream timeouts the protocol keeps: the agent's and the verifier's
+PROTOCOL_PHASES = ("agent_timeout_multiplier", "verifier_timeout_multiplier")
 TIMEOUT_LIMITS = (
     "agent.override_timeout_sec",
     "agent.max_timeout_sec",
@@ -102,11 +104,11 @@ def _changed(settings: dict, keys: tuple[str, ...]) -> list[tuple[str, object]]:
 def settings_reasons(settings: dict) -> list[str]:
     """Every way a configuration's Harbor settings leave the protocol."""
     reasons = []
-    for phase in ("agent", "verifier"):
-        own = settings.get(f"{phase}_timeout_multiplier")
+    for key in PROTOCOL_PHASES:
+        phase, own = harbor.TIMEOUT_MULTIPLIERS[key], settings.get(key)
         effective = settings["timeout_multiplier"] if own is None else own
         if effective != 1:
-            flag = "timeout_multiplier" if own is None else f"{phase}_timeout_multiplier"
+            flag = "timeout_multiplier" if own is None else key
             reasons.append(
                 f"changed timeout: the {phase} timeout is multiplied by {effective:g} ({flag}); "
                 "the protocol keeps the upstream per-task timeouts"

@@ -944,7 +944,7 @@ def run_step(
     `next_trials` ({task_id, configuration, label, attempt}): the decision's reruns (each a new
     attempt, within the configuration's sealed attempts), then the next batch of the plan's
     order, both configurations, first attempts. `afford(next_trials)` says why the next trials
-    may not start at the cost ceiling (the guard's arithmetic, afbench.execute.approve), or
+    may not start at the cost ceiling (the guard's arithmetic, afbench.approval.approve), or
     None."""
     if step < 0:
         raise ValueError("steps count from 0")

@@ -235,14 +235,14 @@ def _reason(task: dict) -> str:
 def rerun_cost(
     task_ids: list[str], attempts: int, release: dict, cap_usd: float | None = None
 ) -> str:
-    """The execution guard's cost line (execute.approve) for these tasks' trials run by a
+    """The execution guard's cost line (approval.approve) for these tasks' trials run by a
     model-calling agent, each at the cap per trial (`cap_usd`, execute.trial_cap_usd; None:
     the release's nominal budget): the one call of the guard's arithmetic, so the line is the
     one `snakemake execute` prints when it follows this plan."""
     import tempfile
     from pathlib import Path
 
-    from .execute import approve
+    from .approval import approve
 
     trials = [
         {

@@ -23,7 +23,7 @@ from afbench.config import (
     selected_models,
 )
 from afbench.errors import AfbenchError
-from afbench.execute import (
+from afbench.approval import (
     approve,
     check_items,
     comparison_trials,
@@ -627,7 +627,7 @@ def refuse(reason):
 
 
 def execute_guard(wildcards):
-    """Money is never spent by accident: checked (afbench.execute) when `execute` is asked
+    """Money is never spent by accident: checked (afbench.approval) when `execute` is asked
     for, before any trial starts; prints the trials, the worst-case cost, the difference the
     run can detect, what the live ledger has spent and holds, and the trials still running
     elsewhere."""
@@ -715,7 +715,7 @@ PARTIAL_ROUNDS = {}
 
 
 def partial_rounds_of_run():
-    """Each executed (selection, task)'s round in a partial run (afbench.execute.partial_rounds),
+    """Each executed (selection, task)'s round in a partial run (afbench.approval.partial_rounds),
     from the written plans and the catalog's sources (read once)."""
     if not PARTIAL_ROUNDS:
         PARTIAL_ROUNDS.update(_partial_rounds())

@@ -100,14 +100,9 @@ def import_run(
     from ..conformance import certify_run
     from ..csvtable import paused_gc
     from ..fsutil import check_name
-    from ..runs import (
-        ATTEMPT_COLUMNS,
-        OUTCOME_COLUMNS,
-        mark_replaced,
-        read_harbor_job,
-        read_verdict_dir,
-        summarize_run,
-    )
+    from ..harborjobs import read_harbor_job
+    from ..runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, mark_replaced, summarize_run
+    from ..verdicts import read_verdict_dir
 
     # an import makes no reference cycles, yet the collector would walk every attempt, parsed
     # trial and row again and again as they pile up (a sixth of an import of 100,000 trials)

@@ -449,7 +449,7 @@ def import_run_job(args):
 
 
 def import_executed(args):
-    from ..execute import read_receipts
+    from ..ledger import read_receipts
     from ..preregister import read_approved_plan
     from ..sequential import rerun_receipts
 
@@ -544,7 +544,8 @@ def seal_run_plan(args):
 
 
 def decide_step(args):
-    from ..execute import comparison_sides, next_trials_afford, read_receipts
+    from ..approval import comparison_sides, next_trials_afford
+    from ..ledger import read_receipts
     from ..preregister import read_approved_plan
     from ..sequential import run_line, run_step
 
@@ -692,13 +693,13 @@ def run_trial(args):
         check_money,
         check_plan,
         execute_trial,
-        read_receipts,
         run_agent,
         trial_steps,
     )
     from ..fsutil import sha256_file
+    from ..harborjobs import read_harbor_job
     from ..kinds import PLAN, TRIAL_RECEIPT
-    from ..runs import read_harbor_job
+    from ..ledger import read_receipts
 
     plan = PLAN.read(args.plan)
     check_plan(plan, _built_plan(args), str(args.plan))

@@ -385,7 +385,7 @@ def _verdict_args(p):
 def verdict(args):
     from ..fsutil import path_text, read_regular_file, say, sha256_bytes
     from ..kinds import VERDICT
-    from ..runs import parse_verdict
+    from ..verdicts import parse_verdict
 
     data = read_regular_file(args.path, "verdict file", MAX_VERDICT_BYTES)
     result = VERDICT.record(
@@ -888,8 +888,8 @@ def _decide_args(p):
 
 
 def decide(args):
-    from ..execute import read_receipts
     from ..fsutil import json_output, write_outputs
+    from ..ledger import read_receipts
     from ..preregister import check_sealed, read_plan
     from ..sequential import line, outcomes_from_receipts, sequential_decision
 

@@ -255,7 +255,7 @@ RECEIPT_OF_TRIAL = _relation(
     "afbench trial receipt",
     "one receipt per trial (release, selection, task, configuration, attempt): another receipt "
     "of the same trial holds the same content",
-    "execute:receipt_of_trial",
+    "ledger:receipt_of_trial",
     "cross-checked",
 )
 LEDGER_OF_RECEIPTS = _relation(
