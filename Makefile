@@ -40,10 +40,10 @@ demo: $(RUN_STAMP)
 # The README's image: the demo report drawn afresh by this code (its figures and HTML rerun),
 # its top 1280 x 2300 px shot with headless Chromium into docs/report.png, and written beside
 # it (docs/report.revision) the demo revision it shows and the digest of the report's visible
-# text (afbench.report.text_digest): a test rebuilds the report and fails when either is not current.
+# text (afbench.report.page.text_digest): a test rebuilds the report and fails when either is not current.
 CHROMIUM ?= chromium
 DEMO_REVISION = $(shell $(BIN)/python -c "import yaml; print(yaml.safe_load(open('config/demo.yaml'))['release']['revision'])")
-TEXT_DIGEST = $(BIN)/python -c "import sys; from afbench.report import text_digest; \
+TEXT_DIGEST = $(BIN)/python -c "import sys; from afbench.report.page import text_digest; \
 	print(text_digest(sys.argv[1]))"
 
 docs-image: $(RUN_STAMP)

@@ -128,11 +128,11 @@ def local_run(catalog: dict, rev: Path) -> None:
     import copy
 
     from afbench import kinds
-    from afbench.catalog import select_tasks
-    from afbench.conformance import certify_run
-    from afbench.fsutil import csv_output, json_bytes, json_output, write_outputs
-    from afbench.runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, summarize_run
-    from afbench.verdicts import read_verdict_dir
+    from afbench.core.fsutil import csv_output, json_bytes, json_output, write_outputs
+    from afbench.runs.conformance import certify_run
+    from afbench.runs.summary import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, summarize_run
+    from afbench.runs.verdicts import read_verdict_dir
+    from afbench.tasks.catalog import select_tasks
 
     selection = select_tasks(catalog, "every-task")
     (rev / "selections").mkdir(parents=True)

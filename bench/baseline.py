@@ -11,19 +11,15 @@ from pathlib import Path
 
 def main(out: str, config_paths: list[str]) -> None:
     start = time.perf_counter()
-    from afbench import (
-        analysis,
-        catalog,
-        compare,
-        config,
-        fetch,
-        figures,
-        official,
-        plan,
-        release,
-        report,
-    )
-    from afbench.fsutil import write_json
+    from afbench.core import config
+    from afbench.core.fsutil import write_json
+    from afbench.imports import compare, official
+    from afbench.plans import plan
+    from afbench.release import fetch
+    from afbench.release import identity as release
+    from afbench.report import analysis, figures
+    from afbench.report import page as report
+    from afbench.tasks import catalog
 
     cfg = config.load_config([Path(p) for p in config_paths])
     root = Path(out)

@@ -13,7 +13,7 @@ scale tuned to a design effect, and true rates 0.45-0.85. Printed side by side:
   size         under the null (the two models exchangeable within each source), how often
                today's exact McNemar test over tasks and the new sign-flip test over sources
                reject at 0.05, at paired design effects 1.5 to 3.5;
-  power        the planner's promised power (afbench.power) against the power of the test the
+  power        the planner's promised power (afbench.plans.power) against the power of the test the
                report applies, simulated here with independent code (numpy draws from the
                planning model, the report's own test functions deciding), at a baseline rate
                (tasks as the unit), two clustered settings, and a 9-configuration family (Holm
@@ -36,8 +36,8 @@ from scipy.special import expit
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from afbench import power as planner  # noqa: E402
-from afbench import stats  # noqa: E402
+from afbench.core import stats  # noqa: E402
+from afbench.plans import power as planner  # noqa: E402
 
 DEMO = [13, 12, 12, 11, 15, 9, 16, 17, 11, 11, 15, 14, 12, 13, 18, 14, 9, 16, 20, 19, 13, 17]
 DEMO += [17, 17]
@@ -85,7 +85,7 @@ def bm_df(sizes: list[int]) -> float:
 
 
 def rate_intervals(passes: np.ndarray, sizes: list[int]):
-    """Today's interval (vectorised) and the new one (afbench.stats itself, per release)."""
+    """Today's interval (vectorised) and the new one (afbench.core.stats itself, per release)."""
     n_s = np.asarray(sizes)
     n = n_s.sum()
     mean = passes.sum(1) / n
@@ -196,8 +196,8 @@ def simulated_power(
     rng, sizes, tasks, delta, psi, icc_d, icc_w, level, replicates, family=None
 ) -> float:
     """The report's test at the planned allocation, data drawn with numpy from the planning
-    model (Beta per source, as the planner states it), decided by afbench.stats.sign_flip_p;
-    with a family, Holm over it by afbench.stats.holm, as the report adjusts."""
+    model (Beta per source, as the planner states it), decided by afbench.core.stats.sign_flip_p;
+    with a family, Holm over it by afbench.core.stats.holm, as the report adjusts."""
     allocation = np.asarray(planner.allocate(sizes, tasks))
     shape = (replicates, len(sizes))
 
@@ -225,7 +225,7 @@ def exact_power_by_simulation(rng, tasks, p10, p01, level, replicates) -> float:
 def nine_configurations(rng, sizes, tasks, delta, psi, icc_d, icc_w, replicates) -> float:
     """A family of 9 configurations: the planned pair (A, B) differs by delta; seven more sit
     between them (each differs from A and B by delta/2 in expectation, discordant with each at
-    the same rate). Holm over all 36 pairs by afbench.stats.holm; the share of releases in
+    the same rate). Holm over all 36 pairs by afbench.core.stats.holm; the share of releases in
     which the pair (A, B) is declared different."""
     allocation = np.asarray(planner.allocate(sizes, tasks))
     found = 0
@@ -395,8 +395,8 @@ def power_rows(rng, replicates: int, say) -> None:
 
 def pilot(sizes: list[int], psi: float, icc_d: float, icc_w: float) -> dict:
     """A planner's `observed` input with these parameters set (not estimated), so the promise
-    is checked against the model it states; afbench.power.anova_icc's estimates are tested in
-    tests/test_power.py."""
+    is checked against the model it states; afbench.plans.power.anova_icc's estimates are tested in
+    tests/plans/test_power.py."""
     return {
         "a": "A",
         "b": "B",

@@ -47,7 +47,7 @@ CHILD = r"""
 import json, os, resource, sys, time
 from pathlib import Path
 started = time.perf_counter()
-from afbench import harborjobs
+from afbench.runs import harbor_jobs as harborjobs
 assert Path(harborjobs.__file__).is_relative_to(sys.argv[1]), harborjobs.__file__
 imported = time.perf_counter() - started
 before = resource.getrusage(resource.RUSAGE_SELF)

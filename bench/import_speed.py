@@ -51,9 +51,9 @@ TASK_SCALE, MODEL_SCALE = 100, 5
 def build_release() -> dict:
     """The release, written to WORK; returns what a child needs to know about it."""
     sys.path.insert(0, str(REPO / "scripts"))
-    from afbench import demo
-    from afbench.catalog import MANIFEST_FIELDS, SOURCES_FIELDS
-    from afbench.official import RESULT_FIELDS
+    from afbench.imports.official import RESULT_FIELDS
+    from afbench.release import demo
+    from afbench.tasks.catalog import MANIFEST_FIELDS, SOURCES_FIELDS
 
     started = time.perf_counter()
     files = demo.generate_release(TASK_SCALE, MODEL_SCALE)
@@ -112,9 +112,9 @@ def child(scripts: str) -> None:
     SOURCES for every model, so that is done (and timed as `catalog`) for every model."""
     sys.path.insert(0, scripts)
     started = time.perf_counter()
-    from afbench import catalog as catalog_module
-    from afbench import official
-    from afbench.fsutil import json_bytes
+    from afbench.core.fsutil import json_bytes
+    from afbench.imports import official
+    from afbench.tasks import catalog as catalog_module
 
     if "import pandas" in Path(catalog_module.__file__).with_name("csvtable.py").read_text():
         import pandas  # noqa: F401  (imported on first use; counted here, not in a phase)

@@ -40,15 +40,15 @@ def build() -> None:
     sys.path.insert(0, str(REPO / "scripts"))
     import import_speed
 
-    from afbench import catalog as catalog_module
-    from afbench import official
     from afbench.cli.actions import render_report
     from afbench.cli.signatures import values
-    from afbench.compare import reduced, summarize
-    from afbench.fetch import combine_receipt
-    from afbench.fsutil import json_bytes
+    from afbench.core.fsutil import json_bytes
+    from afbench.imports import official
+    from afbench.imports.compare import reduced, summarize
     from afbench.kinds import RECEIPT, VERIFIED_FILE
-    from afbench.release import identity
+    from afbench.release.fetch import combine_receipt
+    from afbench.release.identity import identity
+    from afbench.tasks import catalog as catalog_module
 
     info = import_speed.build_release()
     release = WORK.parent / "import-speed" / "release"
@@ -134,7 +134,8 @@ def child(scripts: str) -> None:
     sys.path.insert(0, scripts)
     import pandas  # noqa: F401  (imported before the clock: both sides import it)
 
-    from afbench import frames, official
+    from afbench import frames
+    from afbench.imports import official
 
     assert Path(official.__file__).is_relative_to(scripts), official.__file__
     try:

@@ -62,8 +62,8 @@ ENV = {
 }
 sys.path.insert(0, str(REPO / "scripts"))
 
-from afbench import demo  # noqa: E402
-from afbench.fsutil import sha256_bytes  # noqa: E402
+from afbench.core.fsutil import sha256_bytes  # noqa: E402
+from afbench.release import demo  # noqa: E402
 
 MEASURE = (
     "import resource, subprocess, sys, time; t = time.perf_counter(); "
@@ -625,7 +625,7 @@ class Chain:
     The seed's commands (tasks, import-results, report) read the config, as a user runs them."""
 
     def __init__(self, root: Path, side: Side) -> None:
-        from afbench.config import load_config
+        from afbench.core.config import load_config
 
         self.root, self.side = root, side
         self.config = root / "config.yaml"
@@ -1252,7 +1252,7 @@ The yardstick of issue 29: releases drawn from a known model (24 sources, per-so
 effects on the logit scale giving the design effect named), so the true rate, difference and
 null are known. Today's method is the one before this round's change (Miller's eq. 4 with a
 normal quantile; the exact McNemar test over tasks for the decisions); the new one is what the
-report computes now (afbench.stats called on every simulated release). The planner's promise
+report computes now (afbench.core.stats called on every simulated release). The planner's promise
 is checked against the power of the report's own test, simulated with independent numpy draws
 from the model the planner states.
 

@@ -1,5 +1,5 @@
-"""The sequential paired test (afbench.sequential) in seeded simulations of releases like the
-demo's: 341 tasks in 24 sources of the demo's sizes, run in the nested stratified order a sealed
+"""The sequential paired test (afbench.execution.sequential) in seeded simulations of releases like
+the demo's: 341 tasks in 24 sources of the demo's sizes, run in the nested stratified order a sealed
 plan draws, looked at after every batch of 10 tasks.
 
 Each task has a latent difficulty x_t = μ + u_s + e_t on the logit scale (u_s the source's,
@@ -56,7 +56,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "scripts"))
 
-from afbench import sequential, stats  # noqa: E402
+from afbench.core import stats  # noqa: E402
+from afbench.execution import sequential  # noqa: E402
 
 # the demo release's 24 source sizes (resources/demo-release/SOURCES.csv)
 SIZES = [13, 12, 12, 11, 15, 9, 16, 17, 11, 11, 15, 14, 12, 13, 18, 14, 9, 16, 20, 19, 13, 17]

@@ -7,7 +7,7 @@ the tasks (at least on the difference of their rates), so n runs from ~1,700 to 
 smaller count k from 0 to n/2. Then it times, side by side:
 
   old    the implementation before this change, one pair at a time (the verbatim copy in
-         tests/test_stats.py that the bit-identity tests compare against);
+         tests/core/test_stats.py that the bit-identity tests compare against);
   single the new `mcnemar_exact`, one pair at a time;
   batch  the new `mcnemar_exact_many` over all pairs (what the report will call).
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from test_stats import reference_mcnemar_exact  # noqa: E402
 
-from afbench import stats  # noqa: E402
+from afbench.core import stats  # noqa: E402
 
 TASKS = 34_100
 

@@ -1,6 +1,6 @@
-"""Query speed of the results store (afbench.store): a store of 3 revisions x 45 configurations
-x 34,100 trials (the benchmark's tasks), one run_outcomes partition per revision written by
-store.table_parquet in its declared schema, then a group-by over all of it through
+"""Query speed of the results store (afbench.exports.store): a store of 3 revisions x 45
+configurations x 34,100 trials (the benchmark's tasks), one run_outcomes partition per revision
+written by store.table_parquet in its declared schema, then a group-by over all of it through
 `store.query` (DuckDB over the Parquet views), timed in this process: wall beside CPU (CPU
 counts DuckDB's threads too).
 
@@ -68,7 +68,7 @@ def outcomes(revision: int):
 
 
 def build() -> Path:
-    from afbench import store
+    from afbench.exports import store
 
     shutil.rmtree(WORK, ignore_errors=True)
     for revision in range(REVISIONS):
@@ -126,7 +126,7 @@ def on_moto(store: Path):
 
 def timed(root: str | Path, rounds: int) -> tuple[float, float, list]:
     """The query's median wall and CPU time over `rounds`, and its last result."""
-    from afbench import store
+    from afbench.exports import store
 
     walls, cpus = [], []
     for _ in range(rounds):

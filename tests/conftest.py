@@ -24,20 +24,21 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, settings
 
-from afbench import demo, harbor
 from afbench.cli import build_parser, words
-from afbench.config import (
+from afbench.core import harbor
+from afbench.core.config import (
     file_for,
     load_config,
     validate_config,
 )
-from afbench.fsutil import (
+from afbench.core.fsutil import (
     sha256_bytes,
 )
 from afbench.kinds import CATALOG, SELECTION
 from afbench.kinds.tasks import TASK as TASK_ROW
-from afbench.plan import build_plan
-from afbench.release import identity, read_verified
+from afbench.plans.plan import build_plan
+from afbench.release import demo
+from afbench.release.identity import identity, read_verified
 
 import properties as prop
 
@@ -314,14 +315,14 @@ def add_local_runs(base: Path, rev: Path) -> tuple[list[Path], list[str], Path]:
 
 def source_flags(cfg: dict) -> list[str]:
     source = cfg["source"]
-    from afbench.config import SOURCE_LOCATION
+    from afbench.core.config import SOURCE_LOCATION
 
     location = source[SOURCE_LOCATION[source["kind"]]]
     return [f"--source-kind={source['kind']}", f"--source-location={location}"]
 
 
 def transport_flags(cfg: dict) -> list[str]:
-    from afbench.config import TRANSPORT_SETTINGS
+    from afbench.core.config import TRANSPORT_SETTINGS
 
     return [f"--{k.replace('_', '-')}={cfg['source'][k]}" for k in TRANSPORT_SETTINGS]
 
@@ -332,7 +333,7 @@ def column_flags(flag: str, mapping: dict[str, str]) -> list[str]:
 
 def published_flags(cfg: dict) -> list[str]:
     """The compare-models job's published facts and strictness, as the workflow passes them."""
-    from afbench.config import published_facts
+    from afbench.core.config import published_facts
 
     facts = published_facts(cfg)
     return [
@@ -971,7 +972,7 @@ def _text(said: str | bytes | None) -> str:
 HOLD = """
 import sys, time
 from pathlib import Path
-from afbench import locking
+from afbench.core import locking
 lock, release = Path(sys.argv[1]), Path(sys.argv[2])
 if len(sys.argv) > 3:
     tried = locking._try_lock
@@ -1004,7 +1005,7 @@ def holder_process(lock: Path, release: Path, *, say_tries: bool = False) -> sub
 WAITING = """
 import sys
 from afbench import cli
-from afbench.locking import describe
+from afbench.core.locking import describe
 def waiting(target, who):
     print(f"afbench: waiting for {describe(who)}, which is writing {target}", file=sys.stderr,
           flush=True)
@@ -1113,7 +1114,7 @@ def plan_fields(tmp_path: Path, checkout: Path, agent: str, harbor: str) -> list
     """A trial job's plan flags for one task of the demo checkout: a catalog and a selection
     of that task written beside them, the agent and the Harbor executable given."""
     release = identity(load_config([REPO / "config/demo.yaml"])["release"])
-    from afbench.catalog import select_tasks
+    from afbench.tasks.catalog import select_tasks
 
     tasks = declared(
         CATALOG, release=release, license="x", tasks=[declared(TASK_ROW, task_id=TASK)]

@@ -19,20 +19,26 @@ from pathlib import Path
 import yaml
 from hypothesis import strategies as st
 
-from afbench.catalog import parse_manifest, parse_sources
-from afbench.config import (
+from afbench.core.config import (
     MAX_CONFIG_BYTES,
     MAX_YAML_VALUES,
     default_columns,
     load_config,
     validate_config,
 )
-from afbench.errors import AfbenchError, printable
-from afbench.fsutil import check_name, json_bytes, read_json_file, read_regular_file, sha256_file
-from afbench.harbor import MODEL, check_environment_type
-from afbench.harborfiles import classify_trial
-from afbench.official import parse_results
-from afbench.verdicts import parse_verdict
+from afbench.core.errors import AfbenchError, printable
+from afbench.core.fsutil import (
+    check_name,
+    json_bytes,
+    read_json_file,
+    read_regular_file,
+    sha256_file,
+)
+from afbench.core.harbor import MODEL, check_environment_type
+from afbench.core.harbor_files import classify_trial
+from afbench.imports.official import parse_results
+from afbench.runs.verdicts import parse_verdict
+from afbench.tasks.catalog import parse_manifest, parse_sources
 
 # the schema's column mappings (our field names, upstream's the same by default)
 MANIFEST_MAP = default_columns("manifest")
@@ -1083,7 +1089,7 @@ def check_interrupted_writes(
     replaced; no temporary file is left."""
     import signal as _signal
 
-    from afbench import fsutil
+    from afbench.core import fsutil
 
     tree = write_tree()
     build, names, _ = tree.commands()[command]
@@ -1176,7 +1182,7 @@ class EnvironmentBase:
     the figure's input, and each case's reference bytes."""
 
     def __init__(self) -> None:
-        from afbench import demo
+        from afbench.release import demo
 
         root = write_tree().root.parent
         self.upstream = root / "upstream"
@@ -1204,11 +1210,11 @@ class EnvironmentBase:
 
     def run(self, what: str, folder: Path | None = None) -> bytes:
         if what == "figure":
-            from afbench import figures
+            from afbench.report import figures
 
             return figures.leaderboard_figure(self.rows, 0.95).encode()
         if what == "git":
-            from afbench.fetch import GitSource
+            from afbench.release.fetch import GitSource
 
             source = GitSource(
                 {"checkout": str(self.upstream), "max_bytes": 1 << 24}, self.revision
@@ -1311,8 +1317,8 @@ def check_csv_text(cells: list[str]) -> str:
     formula character, and afbench's own readers give back exactly what was written."""
     import pandas as pd
 
+    from afbench.core.fsutil import SPREADSHEET_TRIGGERS, csv_output, csv_text_value
     from afbench.frames import _unescape
-    from afbench.fsutil import SPREADSHEET_TRIGGERS, csv_output, csv_text_value
 
     try:
         _, data = csv_output(Path("t.csv"), [f"c{i}" for i in range(len(cells))], [cells, cells])
@@ -1360,9 +1366,9 @@ def _places(doc: object, path: tuple = ()) -> list[tuple]:
 def check_json_number(which: str, place: int, number: object) -> str:
     """A number at any place of a verdict or a Harbor file: refused with one message (an
     integer beyond a float among them), or read; never a traceback."""
-    from afbench.errors import AfbenchError as _Error
-    from afbench.fsutil import parse_json_bytes
-    from afbench.harborjobs import read_harbor_job
+    from afbench.core.errors import AfbenchError as _Error
+    from afbench.core.fsutil import parse_json_bytes
+    from afbench.runs.harbor_jobs import read_harbor_job
 
     text_number = str(number) if isinstance(number, int) else json.dumps(number)
     if which == "verdict":

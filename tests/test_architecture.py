@@ -129,6 +129,8 @@ def _modules(root: Path = PACKAGE) -> dict[str, list[Path]]:
         parts = path.relative_to(root).with_suffix("").parts
         if parts[0] == "kinds":
             name = "kinds"
+        elif parts[-1] == "__init__" and len(parts) == 2 and parts[0] != "cli":
+            continue  # a stage's package: its docstring only (test_stage_packages_hold_no_code)
         elif parts[-1] == "__init__":
             name = ".".join(parts[:-1]) or "__init__"
         else:
@@ -231,7 +233,13 @@ def test_the_presentation_modules_import_no_stage_module():
     layers = _layers()
     modules = _modules()
     presentation = [m for m, (layer, _) in layers.items() if layer == "presentation"]
-    assert sorted(presentation) == ["exports", "figures", "frames", "report", "store"]
+    assert sorted(presentation) == [
+        "exports.records",
+        "exports.store",
+        "frames",
+        "report.figures",
+        "report.page",
+    ]
     for name in presentation:
         stages = {m for m in _imports(name, modules[name]) if layers[m][0] == "stage"}
         assert stages == set(), f"{name} imports the stage module(s) {sorted(stages)}"
@@ -240,7 +248,7 @@ def test_the_presentation_modules_import_no_stage_module():
 def test_the_import_reader_sees_imports_inside_functions(tmp_path):
     """The layering tests would pass vacuously if they missed the imports a module takes late
     (inside a function, for start-up time), or an absolute one: they must see them."""
-    assert "stats" in _imports("report", [PACKAGE / "report.py"])  # inside a function
+    assert "core.stats" in _imports("report.page", [PACKAGE / "report" / "page.py"])  # late
     root = tmp_path / "afbench"
     (root / "cli").mkdir(parents=True)
     for name in ("runs.py", "analysis.py", "cli/__init__.py", "cli/jobs.py"):
@@ -302,8 +310,15 @@ WHOLE_TESTS = "| test file | what it tests |"
 
 
 def _test_file(module: str) -> Path:
-    """Where a module's tests are found by its name: test_<module>.py, test_cli_<name>.py."""
-    return REPO / "tests" / f"test_{module.replace('.', '_')}.py"
+    """Where a module's tests are found by its name: a stage's module `runs.conformance` in
+    tests/runs/test_conformance.py, a package's own (`cli`, `kinds`) in tests/cli/test_cli.py,
+    a module at the top (`frames`) in tests/test_frames.py."""
+    package, _, leaf = module.rpartition(".")
+    if package:
+        return REPO / "tests" / package / f"test_{leaf}.py"
+    if (PACKAGE / module).is_dir():
+        return REPO / "tests" / module / f"test_{module}.py"
+    return REPO / "tests" / f"test_{module}.py"
 
 
 def test_each_module_s_tests_are_found_by_its_name():
@@ -323,7 +338,9 @@ def test_each_module_s_tests_are_found_by_its_name():
     wholes = {REPO / f for row in table(WHOLE_TESTS) for f in row[0]}
     assert all(f.is_file() for f in wholes)
     named = {_test_file(m) for m in modules} | wholes
-    unnamed = sorted(p.name for p in (REPO / "tests").glob("test_*.py") if p not in named)
+    unnamed = sorted(
+        str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("test_*.py") if p not in named
+    )
     assert unnamed == [], f"test files named after no module and no whole: {unnamed}"
 
 
@@ -350,3 +367,14 @@ def test_the_report_analysis_and_the_sealed_settings_are_read_by_their_declared_
             if keyed:
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
     assert found == [], f"analysis read by string keys: {found}"
+
+
+def test_stage_packages_hold_no_code():
+    """Each stage's package (afbench/<stage>/__init__.py) says what the stage is and holds
+    nothing else: importing one module of a stage loads none of its siblings."""
+    for init in sorted(PACKAGE.glob("*/__init__.py")):
+        if init.parent.name in ("cli", "kinds"):
+            continue
+        body = ast.parse(init.read_text()).body
+        assert len(body) == 1 and isinstance(body[0], ast.Expr), init
+        assert isinstance(body[0].value, ast.Constant) and body[0].value.value.strip(), init

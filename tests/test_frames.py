@@ -19,9 +19,9 @@ import pytest
 import test_watch
 
 import afbench.frames as af
-from afbench import ledger
 from afbench.cli import build_parser, main
-from afbench.errors import AfbenchError
+from afbench.core.errors import AfbenchError
+from afbench.execution import ledger
 
 from conftest import (
     FIXTURES,
@@ -33,7 +33,7 @@ from conftest import (
     verdict,
 )
 
-# tests/test_watch.py's run in the middle: trial receipts and a live ledger, no Docker
+# tests/execution/test_watch.py's run in the middle: trial receipts and a live ledger, no Docker
 run = test_watch.run
 
 # docs/exports.md's example ("Results as DataFrames"), run as written by the test below.

@@ -247,7 +247,7 @@ def test_the_blocks_marked_run_run_as_written_on_the_demo(demo_project, tmp_path
 
 def test_the_execution_example_is_what_the_slurm_test_runs():
     """The docs' my-run.yaml and its two lines are run as written by the SLURM test
-    (tests/test_execute.py reads them from here): Harbor relative to the file, the venv
+    (tests/execution/test_trial.py reads them from here): Harbor relative to the file, the venv
     activated by the block, the SLURM profile."""
     found = [
         (marker, language, text)
@@ -269,5 +269,5 @@ def test_the_execution_example_is_what_the_slurm_test_runs():
         "config/demo.yaml",
         "my-run.yaml",
     ]
-    source = (REPO / "tests" / "test_execute.py").read_text()
+    source = (REPO / "tests" / "execution" / "test_trial.py").read_text()
     assert 'readme_example("test_execute_on_slurm_killed_and_rerun_at_once")' in source

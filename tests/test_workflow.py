@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from afbench.fsutil import sha256_bytes, sha256_file
+from afbench.core.fsutil import sha256_bytes, sha256_file
 
 from conftest import (
     HANG_GUARD_S,
@@ -44,7 +44,7 @@ from conftest import (
 # the artifact tree's own names (workflow/rules/common.smk is their one home)
 ARTIFACT_PATHS = re.compile(
     r"tasks/catalog\.json|tasks/selections|release/receipt\.json|release/verified|"
-    r"imports/source-|budget-\d|/plans/|/runs/|report/(index|analysis|figures)|release-identity\.json|"
+    r"imports/source-|budget-\d|(?<!tests)(?<!afbench)/plans/|(?<!tests)(?<!afbench)/runs/|(?<!tests)(?<!afbench)report/(index|analysis|figures)|release-identity\.json|"
     r"artifacts\.json|(?<![/$\w])logs/"
 )
 
@@ -342,7 +342,7 @@ def test_every_config_key_is_read_by_some_code_path():
     """A key the schema documents but no code reads is a promise nothing keeps: each leaf's
     name must be read somewhere in the package or the workflow (as a quoted key or the last
     part of a dpath), and so must each section's."""
-    from afbench.config import _schema
+    from afbench.core.config import _schema
 
     code = "\n".join(
         p.read_text()
@@ -1152,7 +1152,7 @@ def test_a_job_imports_pandas_or_matplotlib_only_if_it_draws(tmp_path):
     commands on the release folder `afbench fetch` makes, run through a probe in front of
     `afbench`: only the figures' job imports matplotlib (and numpy with it), only the task
     table's Rasch fit numpy, none scipy (the clustered intervals' t quantile and degrees of
-    freedom are computed in afbench.stats) or pandas (a job that needs none of them would pay
+    freedom are computed in afbench.core.stats) or pandas (a job that needs none of them would pay
     ~0.7 s of CPU for pandas, ~0.4 s for scipy.special, ~0.2 s for numpy)."""
     root = project(tmp_path)
     probe_dir, log = tmp_path / "probe", tmp_path / "imported.jsonl"

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import AfbenchError, Problem, raise_if
-from .fsutil import (
+from afbench.core.errors import AfbenchError, Problem, raise_if
+from afbench.core.fsutil import (
     SPREADSHEET_GUARD,
     csv_text_value,
     parse_json_bytes,
@@ -44,6 +44,7 @@ from .fsutil import (
     read_head,
     spreadsheet_safe,
 )
+
 from .kinds import (
     ANALYSIS,
     ARTIFACT_MANIFEST,
@@ -523,7 +524,7 @@ def typed(rows: list[dict] | pd.DataFrame, table: str) -> pd.DataFrame:
 def _values(records: list[dict], columns: list[Column]) -> dict[str, list]:
     """Each column's values from records of a declared shape (read through it: every key
     there, of its type), the letter displays as their text."""
-    from .report import letters_text
+    from afbench.report.page import letters_text
 
     out = {}
     for c in columns:
@@ -905,8 +906,9 @@ def _joined(parts: list[pd.DataFrame]) -> pd.DataFrame | list:
 
 
 def official_failures(root: str | os.PathLike | Folder) -> pd.DataFrame:
-    """Every failed task of every official model with its failure class (afbench.anatomy:
-    one class per task, by the stated precedence), its obligations, stop reason and cost."""
+    """Every failed task of every official model with its failure class
+    (afbench.task_analysis.anatomy: one class per task, by the stated precedence), its obligations,
+    stop reason and cost."""
     folder = _folder(root)
     found = folder.need(FAILURE_ANATOMY, "official failure anatomy", "job analyse-failures")
     columns = _columns(FAILED_TASK, rename={"class": "failure_class"})
@@ -946,9 +948,9 @@ def run_failures(root: str | os.PathLike | Folder) -> pd.DataFrame:
 
 
 def task_table(root: str | os.PathLike | Folder) -> pd.DataFrame:
-    """The task table (afbench.items): per task its solves, discrimination, Rasch difficulty
-    with its posterior SD (<NA> when the shuffled controls fitted as well), and whether it is
-    in the discriminative subset."""
+    """The task table (afbench.task_analysis.items): per task its solves, discrimination, Rasch
+    difficulty with its posterior SD (<NA> when the shuffled controls fitted as well), and whether
+    it is in the discriminative subset."""
     folder = _folder(root)
     found = folder.need(TASK_TABLE, "task table", "job analyse-tasks")
     columns = _columns(TASK_ROW)
@@ -1027,7 +1029,7 @@ def ledger_entries(
     """The live cost ledger's entries of the folder's trials, in the ledger's order: every
     reservation, cost, release, interruption and refusal with its time. The live ledger is no
     artifact (it lies beside the Harbor jobs folder, which revisions may share): `entries` are
-    its lines as `afbench.ledger.read_entries` reads them, and those of the trials whose
+    its lines as `afbench.execution.ledger.read_entries` reads them, and those of the trials whose
     receipts the folder holds (by job name) are kept. `entry` is the line's place among the
     ledger's entries."""
     folder = _folder(root)
@@ -1035,7 +1037,7 @@ def ledger_entries(
     if entries is None:
         raise AfbenchError(
             "the live cost ledger is no artifact of the folder: give its entries "
-            "(afbench.ledger.read_entries; `afbench export --ledger FILE`)",
+            "(afbench.execution.ledger.read_entries; `afbench export --ledger FILE`)",
             file=str(folder.root),
             field="ledger",
             expected="the entries of results/<revision>/jobs.ledger.jsonl",
@@ -1145,7 +1147,7 @@ def export(
     entries are given) as OUT/<table>.<fmt>. Every table is built first, and the files are
     written as one unit (fsutil.write_outputs): a refusal or an interruption leaves every
     earlier file, never some of each."""
-    from .fsutil import write_outputs
+    from afbench.core.fsutil import write_outputs
 
     if fmt not in FORMATS:
         raise AfbenchError("unknown format", field="--format", expected=" or ".join(FORMATS))

@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 
 from provider_errors import EXCEPTIONS  # noqa: E402
 
-from afbench import demo  # noqa: E402
+from afbench.release import demo  # noqa: E402
 
 JOBS = {
     "scripted": (

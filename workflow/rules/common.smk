@@ -14,16 +14,16 @@ from snakemake.exceptions import IncompleteCheckpointException, WorkflowError
 from snakemake.exceptions import LookupError as DpathNotFound
 from snakemake.logging import logger
 
-from afbench import harbor
+from afbench.core import harbor
 from afbench.cli.signatures import shell_line
-from afbench.config import (
+from afbench.core.config import (
     SOURCE_LOCATION,
     TRANSPORT_SETTINGS,
     config_digest,
     selected_models,
 )
-from afbench.errors import AfbenchError
-from afbench.approval import (
+from afbench.core.errors import AfbenchError
+from afbench.execution.approval import (
     approve,
     check_items,
     comparison_trials,
@@ -38,17 +38,17 @@ from afbench.kinds import (
     SEQUENTIAL_RUN as SEQUENTIAL_RUN_KIND,
     UPGRADE_PLAN as UPGRADE_PLAN_KIND,
 )
-from afbench.fsutil import canonical_digest
-from afbench.plan import plan_label
-from afbench.history import STORED_TABLES as HISTORY_TABLES
-from afbench.store import (
+from afbench.core.fsutil import canonical_digest
+from afbench.plans.plan import plan_label
+from afbench.upgrade.history import STORED_TABLES as HISTORY_TABLES
+from afbench.exports.store import (
     PART as STORE_PART,
     default_root as default_store_root,
     on_s3,
     partition as store_partition,
     revision_files,
 )
-from afbench.upgrade import tasks_by_action
+from afbench.upgrade.diff import tasks_by_action
 
 # With --use-conda every job runs in this environment; its post-deploy script installs the
 # checkout's afbench, which the rules call. Without it, the active environment's afbench.
@@ -203,7 +203,7 @@ for slug in UNPINNED:
 
 
 try:
-    MODELS = selected_models(config)  # the same rule as the CLI's (afbench.config)
+    MODELS = selected_models(config)  # the same rule as the CLI's (afbench.core.config)
 except AfbenchError as error:
     raise WorkflowError(str(error)) from None
 PLAN_ITEMS = {
@@ -256,7 +256,7 @@ def run_dir(name):
     return f"{REV}/runs/{name}"
 
 
-# why tasks failed (afbench.anatomy) and which tasks measure anything (afbench.items)
+# why tasks failed (afbench.task_analysis.anatomy) and which tasks measure anything (afbench.task_analysis.items)
 OFFICIAL_ANATOMY = f"{IMPORTS}/failure-anatomy.json"
 TASK_TABLE = f"{IMPORTS}/task-table.json"
 DERIVED_SELECTION = config["task_table"]["selection"]
@@ -386,7 +386,7 @@ ARTIFACT_MANIFEST = f"{REV}/artifacts.json"
 # beside the directory, never in it: the audit reads results/<revision> and writes nothing there
 AUDIT_RECORD = f"{config['results_dir']}/audit/{REVISION}.json"
 POWER_PLAN = f"{REV}/power.json"
-# the results store, shared by every revision (afbench.store): beside the results folder unless
+# the results store, shared by every revision (afbench.exports.store): beside the results folder unless
 # store.root says where; an S3 root through Snakemake's S3 storage plugin
 STORE_ROOT = config["store"]["root"] or default_store_root(config["results_dir"])
 STORE_FILES = revision_files(STORE_ROOT, REVISION)
@@ -551,7 +551,7 @@ TRIAL_RUNTIME_MIN = -(
 # system), and the artifact a rule writes from it
 LIVE_LEDGER = f"{JOBS_DIR}.ledger.jsonl"
 COST_LEDGER = f"{REV}/execute/cost-ledger.json"
-# the live status page each trial job rewrites as it ends (afbench.watch), beside the receipts
+# the live status page each trial job rewrites as it ends (afbench.execution.watch), beside the receipts
 EXECUTED = f"{REV}/execute"
 STATUS_PAGE = f"{EXECUTED}/status.html"
 # the exporter's output for a selection, which imported Harbor runs are certified against:
@@ -627,7 +627,7 @@ def refuse(reason):
 
 
 def execute_guard(wildcards):
-    """Money is never spent by accident: checked (afbench.approval) when `execute` is asked
+    """Money is never spent by accident: checked (afbench.execution.approval) when `execute` is asked
     for, before any trial starts; prints the trials, the worst-case cost, the difference the
     run can detect, what the live ledger has spent and holds, and the trials still running
     elsewhere."""
@@ -715,7 +715,7 @@ PARTIAL_ROUNDS = {}
 
 
 def partial_rounds_of_run():
-    """Each executed (selection, task)'s round in a partial run (afbench.approval.partial_rounds),
+    """Each executed (selection, task)'s round in a partial run (afbench.execution.approval.partial_rounds),
     from the written plans and the catalog's sources (read once)."""
     if not PARTIAL_ROUNDS:
         PARTIAL_ROUNDS.update(_partial_rounds())
@@ -801,11 +801,11 @@ ANALYSIS_PLAN = f"{REV}/execute/analysis-plan.json"
 
 def preregistered_selection():
     """The comparison's selection artifact, once config names a comparison it can seal
-    (afbench.preregister.plan_facts: its configurations are plan items of the selection).
+    (afbench.plans.preregister.plan_facts: its configurations are plan items of the selection).
     A plan sealed already is never rewritten for a changed config: Snakemake's write
     protection does not hold for root, so a config that differs from the sealed plan is
     refused here, naming each difference, before any job runs."""
-    from afbench.preregister import check_plan, plan_facts, read_plan
+    from afbench.plans.preregister import check_plan, plan_facts, read_plan
 
     try:
         facts = plan_facts(config)
@@ -841,8 +841,8 @@ def sealed_runs():
     """Every paid run has a sealed plan: a paid run of one configuration starts only under
     its plan (`snakemake preregister`), which the config still matches; checked when the DAG
     is built, before any ledger line or Harbor call. A dry run spends nothing: it says so."""
-    from afbench.preregister import no_run_plan, require_run_plan, run_plan
-    from afbench.release import identity
+    from afbench.plans.preregister import no_run_plan, require_run_plan, run_plan
+    from afbench.release.identity import identity
 
     for key in paid_runs():
         item, path = EXECUTE_ITEMS[key], run_plan_file(*key)
@@ -920,8 +920,8 @@ def sealed_comparison():
     here when the DAG is built and never declared as an input: Snakemake would otherwise seal
     a missing plan itself, or try to seal again a plan whose rule changed. A paid comparison
     starts only under a plan sealed before it (`snakemake preregister`) that the config still
-    matches (afbench.preregister.require_plan: each differing field named)."""
-    from afbench.preregister import plan_facts, read_plan, require_plan
+    matches (afbench.plans.preregister.require_plan: each differing field named)."""
+    from afbench.plans.preregister import plan_facts, read_plan, require_plan
 
     if "plan" in SEALED:
         return SEALED["plan"]
@@ -1007,7 +1007,7 @@ def comparison_lines():
         else f"all {stopping['horizon']} tasks, tested once at the end"
     )
     if stopping["kind"] == "sequential":
-        from afbench.sequential import RERUN_THEN_EXCLUDE, error_rule
+        from afbench.execution.sequential import RERUN_THEN_EXCLUDE, error_rule
 
         attempts = plan["configurations"]["a"]["attempts"]
         how += (
@@ -1111,7 +1111,7 @@ def last_step(wildcards=None):
 
 def tell_decision():
     """The comparison's last word, when this run wrote its decision record."""
-    from afbench.sequential import run_line
+    from afbench.execution.sequential import run_line
 
     path = Path(SEQUENTIAL_DECISION)
     if path.exists() and path.stat().st_mtime >= EXECUTE_STARTED:
@@ -1134,7 +1134,7 @@ def upgrade_plan_file():
 
 
 def upgrade_actions(tasks):
-    """`tasks` by what the upgrade plan does with them (afbench.upgrade.tasks_by_action)."""
+    """`tasks` by what the upgrade plan does with them (afbench.upgrade.diff.tasks_by_action)."""
     try:
         plan = UPGRADE_PLAN_KIND.read(upgrade_plan_file())
         return tasks_by_action(plan, tasks, REVISION, PREVIOUS)

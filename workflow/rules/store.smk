@@ -1,4 +1,4 @@
-# The results store (afbench.store): this revision's tables as Parquet in one dataset shared by
+# The results store (afbench.exports.store): this revision's tables as Parquet in one dataset shared by
 # every revision, partitioned by revision; `afbench query` runs SQL over it.
 
 

@@ -1,5 +1,5 @@
-# Beyond the leaderboard: why the failed tasks failed (afbench.anatomy) and which tasks measure
-# anything (afbench.items), from the imports; the report shows both.
+# Beyond the leaderboard: why the failed tasks failed (afbench.task_analysis.anatomy) and which tasks measure
+# anything (afbench.task_analysis.items), from the imports; the report shows both.
 
 
 rule analyse_failures:

@@ -21,7 +21,7 @@ import re
 import signal
 import sys
 
-from ..errors import AfbenchError, NotHeld, printable, tell
+from afbench.core.errors import AfbenchError, NotHeld, printable, tell
 
 DESCRIPTION = (
     "Reproducible, auditable tools for the AutoformBench benchmark: fetch and verify the pinned "
@@ -174,9 +174,10 @@ def guarded(run):
 
     @functools.wraps(run)
     def handler(args: argparse.Namespace):
-        from .. import progress
-        from ..fsutil import command_files
-        from ..locking import writing
+        from afbench.core import progress
+        from afbench.core.fsutil import command_files
+        from afbench.core.locking import writing
+
         from .say import listener
         from .types import declared_files
 
@@ -209,7 +210,7 @@ def _written_whole(outputs: list, folders: list) -> list:
 
 def _waiting(target: str, who: dict | None) -> None:
     """On a terminal, why nothing happens yet (elsewhere a refusal stays one line)."""
-    from ..locking import describe
+    from afbench.core.locking import describe
 
     if not sys.stderr.isatty():
         return
@@ -255,14 +256,14 @@ def _shown(paths: list[str]) -> str:
 
 def _written_before() -> str:
     """What a failed command had already written (a command of several write steps)."""
-    from ..fsutil import written_outputs
+    from afbench.core.fsutil import written_outputs
 
     written = written_outputs()
     return f" (written before this error, each whole: {_shown(written)})" if written else ""
 
 
 def _interrupted_message(signum: int) -> str:
-    from ..fsutil import written_outputs
+    from afbench.core.fsutil import written_outputs
 
     name = signal.Signals(signum).name
     written = written_outputs()
@@ -285,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
             signum = getattr(stop, "signum", signal.SIGINT)
             tell(_interrupted_message(signum))
             return 128 + signum
-        from ..fsutil import command_files
+        from afbench.core.fsutil import command_files
 
         # the command's own scope is opened by its handler; this outer one only keeps what was
         # written for the interruption message

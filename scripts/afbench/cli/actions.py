@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from afbench.core.errors import AfbenchError
+from afbench.core.fsutil import csv_output, json_output, write_outputs
+
 from .. import kinds  # each kind asked for when used: a job builds only its own
-from ..errors import AfbenchError
-from ..fsutil import csv_output, json_output, write_outputs
 
 RUN_FILES = {"summary": "summary.json", "outcomes": "outcomes.csv", "attempts": "attempts.csv"}
 REPORT_FILES = {"html": "index.html", "analysis": "analysis.json"}
@@ -16,7 +17,7 @@ REPORT_FILES = {"html": "index.html", "analysis": "analysis.json"}
 
 def verified_entries(paths: list[Path]) -> tuple[dict, dict]:
     """Verified file entries by key, from receipts or verified-file records, and their release."""
-    from ..release import collect_verified
+    from afbench.release.identity import collect_verified
 
     return collect_verified(
         [(str(p), kinds.read_any(p, kinds.RECEIPT, kinds.VERIFIED_FILE)) for p in paths]
@@ -34,11 +35,11 @@ def compare_models(
 ) -> list[str]:
     """The like-for-like comparison of model imports: summary and leaderboard, together.
     Returns the differences from the authors' published facts, as warnings."""
-    from ..compare import LEADERBOARD_COLUMNS, reduced, summarize
-    from ..errors import raise_if
-    from ..official import read_outcomes
-    from ..release import stale_imports
-    from ..report import letters_text
+    from afbench.core.errors import raise_if
+    from afbench.imports.compare import LEADERBOARD_COLUMNS, reduced, summarize
+    from afbench.imports.official import read_outcomes
+    from afbench.release.identity import stale_imports
+    from afbench.report.page import letters_text
 
     read = [(str(path), reduced(read_outcomes(path))) for path in imports]
     if verified:
@@ -97,12 +98,12 @@ def import_run(
     `reruns`: the receipts whose attempts replace one another (sequential.rerun_receipts):
     each trial's attempt that stands is its attempt in the run, the others recorded on it
     (runs.mark_replaced)."""
-    from ..conformance import certify_run
-    from ..csvtable import paused_gc
-    from ..fsutil import check_name
-    from ..harborjobs import read_harbor_job
-    from ..runs import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, mark_replaced, summarize_run
-    from ..verdicts import read_verdict_dir
+    from afbench.core.csvtable import paused_gc
+    from afbench.core.fsutil import check_name
+    from afbench.runs.conformance import certify_run
+    from afbench.runs.harbor_jobs import read_harbor_job
+    from afbench.runs.summary import ATTEMPT_COLUMNS, OUTCOME_COLUMNS, mark_replaced, summarize_run
+    from afbench.runs.verdicts import read_verdict_dir
 
     # an import makes no reference cycles, yet the collector would walk every attempt, parsed
     # trial and row again and again as they pile up (a sixth of an import of 100,000 trials)
@@ -132,7 +133,7 @@ def import_run(
         summary = certify_run(summary, attempts, kind, exported)
         beside: dict = {}
         if analysis_plan is not None:
-            from ..conformance import plan_conformance
+            from afbench.runs.conformance import plan_conformance
 
             beside["analysis_plan"] = plan_conformance(analysis_plan[0], summary, analysis_plan[1])
         if reused:
@@ -183,8 +184,8 @@ def _report_inputs(
 ) -> tuple[dict, dict, dict, list[tuple[str, dict]]]:
     """The comparison, the catalog, the receipt, and each model import reduced to what the
     analysis needs (one at a time: its records are never all held), all checked current."""
-    from ..analysis import check_current, compactor, import_problems, receipt_pins
-    from ..official import read_outcomes, task_order
+    from afbench.imports.official import read_outcomes, task_order
+    from afbench.report.analysis import check_current, compactor, import_problems, receipt_pins
 
     summary = kinds.SUMMARY.read(summary_path)
     catalog = kinds.CATALOG.read(catalog_path)
@@ -200,7 +201,7 @@ def _report_inputs(
 
 
 def _figures_asked(asked: dict[str, Path], analysis: dict) -> None:
-    from ..figures import names
+    from afbench.report.figures import names
 
     if set(asked) != set(names(analysis)):
         raise AfbenchError(
@@ -222,8 +223,8 @@ def render_figures(
 ) -> None:
     """The report's figures, from the models' numbers alone (local runs are not drawn), so
     only a change of those numbers redraws them."""
-    from ..analysis import analyse
-    from ..figures import make_figures
+    from afbench.report.analysis import analyse
+    from afbench.report.figures import make_figures
 
     summary, catalog, _, imports = _report_inputs(
         summary_path, import_paths, catalog_path, receipt_path
@@ -240,7 +241,7 @@ def render_figures(
 
 
 def _read_figure(path: Path) -> str:
-    from ..fsutil import read_regular_file
+    from afbench.core.fsutil import read_regular_file
 
     data = read_regular_file(path, "figure", MAX_FIGURE_BYTES)
     try:
@@ -256,10 +257,10 @@ def render_report(given) -> None:
     figures render_figures drew, read; None: drawn here and written too, each in
     figures/<name>.svg beside the HTML. `ledger`: the executed trials' cost ledger, shown
     beside its ceiling; `sequential_run`: the sealed comparison's decision record
-    (afbench.sequential.run_step), shown with each run's check against the plan; `history`:
-    a history across revisions, from the other revisions' store partitions, the comparable
-    subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
-    (afbench.passk), shown beside them, not in the analysis."""
+    (afbench.execution.sequential.run_step), shown with each run's check against the plan;
+    `history`: a history across revisions, from the other revisions' store partitions, the
+    comparable subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
+    (afbench.runs.passk), shown beside them, not in the analysis."""
     if len(given.task_table) > 1:
         raise AfbenchError("one task table at most", field="--task-table")
     if len(given.comparisons) > 1:
@@ -272,9 +273,9 @@ def render_report(given) -> None:
             expected="true, with --history-partition, --history-comparable or --history-outcomes",
             found="false",
         )
-    from ..analysis import analyse
-    from ..artifacts import tool_versions
-    from ..report import render
+    from afbench.audit.manifest import tool_versions
+    from afbench.report.analysis import analyse
+    from afbench.report.page import render
 
     summary, catalog, receipt, imports = _report_inputs(
         given.summary, given.imports, given.catalog, given.receipt
@@ -315,7 +316,7 @@ def render_report(given) -> None:
     )
     if given.comparisons:
         comparisons_path = given.comparisons[0]
-        from ..crossrev import analysis_block, complete
+        from afbench.upgrade.crossrev import analysis_block, complete
 
         with complete(comparisons_path, kinds.CROSS_REVISION.name):
             beside["cross_revision"] = analysis_block(
@@ -346,7 +347,7 @@ def render_report(given) -> None:
     drawn: list[tuple[Path, bytes]] = []
     html = Path(given.html)
     if given.figure is None:
-        from ..figures import make_figures
+        from afbench.report.figures import make_figures
 
         figures = make_figures(analysis)
         drawn = [
@@ -377,9 +378,9 @@ def read_store_partitions(paths: list[Path], revision: str) -> list:
 
     import pyarrow.parquet as pq
 
-    from ..fsutil import read_regular_file, sha256_bytes
-    from ..history import STORED_COLUMNS, Stored
-    from ..store import PART, partition
+    from afbench.core.fsutil import read_regular_file, sha256_bytes
+    from afbench.exports.store import PART, partition
+    from afbench.upgrade.history import STORED_COLUMNS, Stored
 
     layout = f"<store>/<{'|'.join(STORED_COLUMNS)}>/revision=<revision>/{PART}"
     tables: dict[str, dict] = {}
@@ -466,12 +467,17 @@ def report_history(
     comparable: list[Path],
     outcomes: list[Path],
 ) -> dict:
-    """The report's history across revisions (afbench.history): this revision's sides from
+    """The report's history across revisions (afbench.upgrade.history): this revision's sides from
     the imports and runs it shows (each run's outcomes.csv beside its summary), the other
     revisions' from their store partitions, compared on the comparable subsets given."""
-    from ..anatomy import configuration_rows, read_outcome_rows
-    from ..crossrev import compact_official_side, comparable_subset, complete, local_side
-    from ..history import history
+    from afbench.task_analysis.anatomy import configuration_rows, read_outcome_rows
+    from afbench.upgrade.crossrev import (
+        compact_official_side,
+        comparable_subset,
+        complete,
+        local_side,
+    )
+    from afbench.upgrade.history import history
 
     revision = catalog["release"]["revision"]
     stored = read_store_partitions(partitions, revision)
@@ -507,11 +513,16 @@ def beyond_the_leaderboard(
     task_table_path: Path | None,
 ) -> dict:
     """The analysis' keys beyond the leaderboard, from their artifacts, each checked to come
-    from exactly the imports (and runs) the report shows: `anatomy` (afbench.anatomy) and
-    `task_table` (afbench.items). A key whose artifact is not given is left out."""
-    from ..anatomy import analysis_block, check_official_anatomy, check_run_anatomy
-    from ..items import analysis_block as task_table_block
-    from ..items import check_task_table
+    from exactly the imports (and runs) the report shows: `anatomy` (afbench.task_analysis.anatomy)
+    and `task_table` (afbench.task_analysis.items). A key whose artifact is not given is left
+    out."""
+    from afbench.task_analysis.anatomy import (
+        analysis_block,
+        check_official_anatomy,
+        check_run_anatomy,
+    )
+    from afbench.task_analysis.items import analysis_block as task_table_block
+    from afbench.task_analysis.items import check_task_table
 
     shown = [imp for _, imp in imports]
     out: dict = {}
@@ -559,12 +570,12 @@ def beyond_the_leaderboard(
 def plan_power(
     settings: dict, imports: list[dict], output: Path | None, sequential: dict | None = None
 ) -> None:
-    """The run planner (afbench.power) over `settings` (difference, tasks, alpha, power,
+    """The run planner (afbench.plans.power) over `settings` (difference, tasks, alpha, power,
     configurations, baseline_rate) and none or two model imports (their observed discordance
     and its variation between sources): prints its one line, and writes its JSON to `output`
     when given. With `sequential` ({tasks, batch_tasks, usd_per_task}), the sequential test's
     view beside it, and its line."""
-    from ..power import observed, plan, with_sequential
+    from afbench.plans.power import observed, plan, with_sequential
 
     models = observed(imports) if imports else None
     release = imports[0]["release"] if imports else None
@@ -582,7 +593,7 @@ def discover_into(config: dict, checkout: Path, discovery: Path, fragment: Path)
     """Compare `config`'s files, models and columns with the checkout at the pinned revision;
     write the discovery record and the fragment to review (config is never edited). Returns
     the warnings; a pin that differs is an error after both files are written."""
-    from ..discover import discover
+    from afbench.release.discover import discover
 
     report, fragment_bytes, warnings, problems = discover(config, checkout)
     write_outputs([json_output(discovery, report), (Path(fragment), fragment_bytes)], about=report)
@@ -611,9 +622,10 @@ def audit_into(directory: Path, output: Path | None, quiet: bool = False) -> Non
     held."""
     import sys
 
-    from ..audit import audit_directory
-    from ..errors import NotHeld, printable
-    from ..fsutil import write_json
+    from afbench.audit.directory import audit_directory
+    from afbench.core.errors import NotHeld, printable
+    from afbench.core.fsutil import write_json
+
     from .say import DESCRIBERS
 
     directory = Path(directory)

@@ -32,7 +32,7 @@ def _later(module: str, name: str) -> Callable:
     return call
 
 
-write_json = _later("..fsutil", "write_json")
+write_json = _later("afbench.core.fsutil", "write_json")
 compare_models = _later(".actions", "compare_models")
 discover_into = _later(".actions", "discover_into")
 executed_job_folders = _later(".actions", "executed_job_folders")
@@ -46,9 +46,9 @@ verified_entries = _later(".actions", "verified_entries")
 def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, str]:
     """Every field of the file kind mapped exactly once. The fields are the readers' own (a
     test holds them to the schema's): reading the schema would cost the job a YAML parse."""
-    from ..catalog import MANIFEST_FIELDS, SOURCES_FIELDS
-    from ..errors import AfbenchError
-    from ..official import RESULT_FIELDS
+    from afbench.core.errors import AfbenchError
+    from afbench.imports.official import RESULT_FIELDS
+    from afbench.tasks.catalog import MANIFEST_FIELDS, SOURCES_FIELDS
 
     fields = set(
         {"manifest": MANIFEST_FIELDS, "sources": SOURCES_FIELDS, "results": RESULT_FIELDS}[kind]
@@ -80,15 +80,15 @@ def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, st
 
 # --- stage 1: the release ---------------------------------------------------------------------
 def build_demo_upstream(args):
-    from ..demo import build_repository
-    from ..fsutil import say
+    from afbench.core.fsutil import say
+    from afbench.release.demo import build_repository
 
     commit = build_repository(args.release_files, args.output, args.upgrade_files)
     say(f"demo repository: commit {commit}", [args.output])
 
 
 def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
-    from ..settings import SOURCE_LOCATION
+    from afbench.core.settings import SOURCE_LOCATION
 
     location = dict.fromkeys(SOURCE_LOCATION.values())
     location[SOURCE_LOCATION[args.source_kind]] = args.source_location
@@ -96,8 +96,8 @@ def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
 
 
 def fetch_file(args):
-    from ..config import ReleaseFile
-    from ..fetch import fetch_file, make_source
+    from afbench.core.config import ReleaseFile
+    from afbench.release.fetch import fetch_file, make_source
 
     source = _source_settings(
         args,
@@ -116,8 +116,9 @@ def fetch_file(args):
 
 
 def write_release_identity(args):
+    from afbench.release.identity import identity
+
     from ..kinds import RELEASE_IDENTITY
-    from ..release import identity
 
     release = {
         "name": args.name,
@@ -141,7 +142,8 @@ def write_release_identity(args):
 
 
 def verify_file(args):
-    from ..fetch import verify_file
+    from afbench.release.fetch import verify_file
+
     from ..kinds import RELEASE_IDENTITY
 
     release = RELEASE_IDENTITY.read(args.identity)["release"]
@@ -150,7 +152,8 @@ def verify_file(args):
 
 
 def verify_release(args):
-    from ..fetch import combine_receipt
+    from afbench.release.fetch import combine_receipt
+
     from ..kinds import VERIFIED_FILE
 
     records = [VERIFIED_FILE.read(path) for path in args.entry]
@@ -158,7 +161,7 @@ def verify_release(args):
 
 
 def discover_release(args):
-    from ..errors import AfbenchError
+    from afbench.core.errors import AfbenchError
 
     if not args.checkout:
         raise AfbenchError(
@@ -198,8 +201,8 @@ def discover_release(args):
 
 # --- stage 2: tasks -------------------------------------------------------------------------
 def export_catalog(args):
-    from ..catalog import build_catalog
-    from ..release import license_of, read_entry
+    from afbench.release.identity import license_of, read_entry
+    from afbench.tasks.catalog import build_catalog
 
     entries, release = verified_entries(args.verified)
     catalog = build_catalog(
@@ -217,8 +220,9 @@ def export_catalog(args):
 
 
 def select_tasks(args):
-    from ..catalog import freeze, select_tasks
-    from ..errors import AfbenchError
+    from afbench.core.errors import AfbenchError
+    from afbench.tasks.catalog import freeze, select_tasks
+
     from ..kinds import CATALOG, SELECTION, TASK_DIGESTS
 
     catalog = CATALOG.read(args.catalog)
@@ -258,7 +262,8 @@ def _export_folder(tasks_dir: str | None) -> Iterator[str]:
 
 
 def digest_tasks(args):
-    from ..catalog import content_digests
+    from afbench.tasks.catalog import content_digests
+
     from ..kinds import CATALOG
 
     catalog = CATALOG.read(args.catalog)
@@ -268,7 +273,7 @@ def digest_tasks(args):
 
 
 def diff_releases_job(args):
-    from ..fsutil import json_output, write_outputs
+    from afbench.core.fsutil import json_output, write_outputs
 
     diff, comparable = _diff(args.previous, args.digests, args.catalog)
     write_outputs(
@@ -280,10 +285,11 @@ def diff_releases_job(args):
 def _diff(previous, current, catalog) -> tuple[dict, dict]:
     """Both digests, each whole and true to its own files, the current one the catalog's and
     the previous one of the same repository (kinds.relations), then the diff."""
-    from ..audit import hold
+    from afbench.audit.directory import hold
+    from afbench.upgrade.diff import diff_releases
+
     from ..kinds import CATALOG, TASK_DIGESTS
     from ..kinds import relations as r
-    from ..upgrade import diff_releases
 
     old, new, tasks = TASK_DIGESTS.read(previous), TASK_DIGESTS.read(current), CATALOG.read(catalog)
     hold(
@@ -302,8 +308,9 @@ def _flag_lines(diff: dict) -> list[str]:
 
 
 def plan_upgrade(args):
+    from afbench.upgrade.diff import upgrade_plan
+
     from ..kinds import CATALOG, UPGRADE_DIFF
-    from ..upgrade import upgrade_plan
 
     diff = UPGRADE_DIFF.read(args.diff)
     release = CATALOG.read(args.catalog)["release"]
@@ -312,14 +319,15 @@ def plan_upgrade(args):
 
 def compare_revisions(args) -> dict:
     """The comparisons asked for by `compare_revisions_args`' flags, written to --output."""
-    from ..crossrev import (
+    from afbench.core.errors import AfbenchError
+    from afbench.upgrade.crossrev import (
         catalog_subset,
         comparable_subset,
         compare_results,
         complete,
         read_side,
     )
-    from ..errors import AfbenchError
+
     from ..kinds import CATALOG, SELECTION
 
     if len(args.previous) != len(args.current):
@@ -376,9 +384,10 @@ def write_plan(args):
 
 # --- stage 4: official results --------------------------------------------------------------
 def import_model(args):
+    from afbench.imports.official import ModelSpec, import_model
+    from afbench.release.identity import read_entry
+
     from ..kinds import CATALOG
-    from ..official import ModelSpec, import_model
-    from ..release import read_entry
 
     catalog = CATALOG.read(args.catalog)
     entries, _ = verified_entries([args.verified])
@@ -394,7 +403,7 @@ def import_model(args):
 
 
 def _published(args: argparse.Namespace) -> dict:
-    from ..errors import AfbenchError
+    from afbench.core.errors import AfbenchError
 
     passes: dict[str, int] = {}
     for slug, count in args.published_passes:
@@ -449,9 +458,9 @@ def import_run_job(args):
 
 
 def import_executed(args):
-    from ..ledger import read_receipts
-    from ..preregister import read_approved_plan
-    from ..sequential import rerun_receipts
+    from afbench.execution.ledger import read_receipts
+    from afbench.execution.sequential import rerun_receipts
+    from afbench.plans.preregister import read_approved_plan
 
     outputs = {key: getattr(args, key) for key in ("summary", "outcomes", "attempts")}
     # the reused receipts are another release's trials: each set is read together on its own
@@ -498,8 +507,13 @@ def plan_power_job(args):
 
 # --- the sealed analysis plan (opt-in) -----------------------------------------------------------
 def seal_analysis_plan(args):
-    from ..catalog import read_selection
-    from ..preregister import ANALYSIS_KEYS, facts_from_settings, seal_into, selection_criteria
+    from afbench.plans.preregister import (
+        ANALYSIS_KEYS,
+        facts_from_settings,
+        seal_into,
+        selection_criteria,
+    )
+    from afbench.tasks.catalog import read_selection
 
     selection, _ = read_selection(args.selection, args.catalog)
     facts = facts_from_settings(
@@ -520,10 +534,10 @@ def seal_analysis_plan(args):
 
 
 def seal_run_plan(args):
-    from ..catalog import read_selection
-    from ..errors import AfbenchError
-    from ..fsutil import json_output, write_outputs
-    from ..preregister import run_plan
+    from afbench.core.errors import AfbenchError
+    from afbench.core.fsutil import json_output, write_outputs
+    from afbench.plans.preregister import run_plan
+    from afbench.tasks.catalog import read_selection
 
     if args.max_cost_usd is None:
         raise AfbenchError(
@@ -544,10 +558,10 @@ def seal_run_plan(args):
 
 
 def decide_step(args):
-    from ..approval import comparison_sides, next_trials_afford
-    from ..ledger import read_receipts
-    from ..preregister import read_approved_plan
-    from ..sequential import run_line, run_step
+    from afbench.execution.approval import comparison_sides, next_trials_afford
+    from afbench.execution.ledger import read_receipts
+    from afbench.execution.sequential import run_line, run_step
+    from afbench.plans.preregister import read_approved_plan
 
     plan = read_approved_plan(args.analysis_plan, args.plan_sha256)
     sides = comparison_sides(plan, args.harbor_plan)
@@ -572,7 +586,7 @@ def render_figures_job(args):
 
 
 def write_artifact_manifest(args):
-    from ..artifacts import build_manifest
+    from afbench.audit.manifest import build_manifest
 
     manifest = build_manifest(args.root, args.files, args.config_digest, args.revision)
     write_json(args.output, manifest)
@@ -586,8 +600,8 @@ def audit_directory(args):
 
 # --- the results store: this revision's tables in the dataset of every revision -----------
 def store_results(args):
-    from ..ledger import read_entries
-    from ..store import store_revision
+    from afbench.execution.ledger import read_entries
+    from afbench.exports.store import store_revision
 
     # the settled lines only: a trial of another run may be appending to the ledger right now
     entries = read_entries(args.ledger, settled_only=True) if args.ledger else []
@@ -596,7 +610,8 @@ def store_results(args):
 
 # --- beyond the leaderboard: why tasks failed, which tasks measure anything -----------------
 def analyse_failures(args):
-    from ..anatomy import official_anatomy
+    from afbench.task_analysis.anatomy import official_anatomy
+
     from ..kinds import MODEL_IMPORT
 
     imports = [MODEL_IMPORT.read(path) for path in args.imports]
@@ -604,7 +619,8 @@ def analyse_failures(args):
 
 
 def analyse_run_failures(args):
-    from ..anatomy import local_anatomy, read_outcome_rows
+    from afbench.task_analysis.anatomy import local_anatomy, read_outcome_rows
+
     from ..kinds import RUN_SUMMARY
 
     summary = RUN_SUMMARY.read(args.summary)
@@ -613,8 +629,9 @@ def analyse_run_failures(args):
 
 
 def pass_at_k(args):
+    from afbench.runs.passk import read_attempt_rows, run_pass_at_k
+
     from ..kinds import CATALOG, RUN_SUMMARY
-    from ..passk import read_attempt_rows, run_pass_at_k
 
     summary = RUN_SUMMARY.read(args.summary)
     rows = read_attempt_rows(args.attempts)
@@ -625,9 +642,10 @@ def pass_at_k(args):
 
 
 def analyse_tasks(args):
-    from ..errors import AfbenchError
-    from ..fsutil import json_output, sha256_bytes, write_outputs
-    from ..items import discriminative_selection, task_table
+    from afbench.core.errors import AfbenchError
+    from afbench.core.fsutil import json_output, sha256_bytes, write_outputs
+    from afbench.task_analysis.items import discriminative_selection, task_table
+
     from ..kinds import CATALOG, MODEL_IMPORT
 
     if (args.selection is None) != (args.selection_name is None):
@@ -650,8 +668,8 @@ def analyse_tasks(args):
 
 # --- stage 7 (opt-in): trials ---------------------------------------------------------------
 def _built_plan(args: argparse.Namespace) -> dict:
-    from ..catalog import read_selection
-    from ..plan import build_plan
+    from afbench.plans.plan import build_plan
+    from afbench.tasks.catalog import read_selection
 
     selection, catalog = read_selection(args.selection, args.catalog)
     return build_plan(
@@ -670,8 +688,8 @@ def _built_plan(args: argparse.Namespace) -> dict:
 def _write_status_page(args: argparse.Namespace) -> None:
     """The status page after this trial: what it shows is not the trial's result, so a page
     that cannot be written is said on standard error and the trial's receipt stands."""
-    from ..errors import AfbenchError, tell
-    from ..watch import rewrite_status_page, snapshot
+    from afbench.core.errors import AfbenchError, tell
+    from afbench.execution.watch import rewrite_status_page, snapshot
 
     def look() -> dict:
         return snapshot(
@@ -689,17 +707,18 @@ def _write_status_page(args: argparse.Namespace) -> None:
 
 
 def run_trial(args):
-    from ..execute import (
+    from afbench.core.fsutil import sha256_file
+    from afbench.execution.ledger import read_receipts
+    from afbench.execution.trial import (
         check_money,
         check_plan,
         execute_trial,
         run_agent,
         trial_steps,
     )
-    from ..fsutil import sha256_file
-    from ..harborjobs import read_harbor_job
+    from afbench.runs.harbor_jobs import read_harbor_job
+
     from ..kinds import PLAN, TRIAL_RECEIPT
-    from ..ledger import read_receipts
 
     plan = PLAN.read(args.plan)
     check_plan(plan, _built_plan(args), str(args.plan))
@@ -732,7 +751,8 @@ run_trial.takes_its_own_turn = True
 
 
 def checksum_tasks(args):
-    from ..conformance import exported_checksums
+    from afbench.runs.conformance import exported_checksums
+
     from ..kinds import SELECTION
 
     selection = SELECTION.read(args.selection)
@@ -744,7 +764,7 @@ def checksum_tasks(args):
 
 
 def write_cost_ledger(args):
-    from ..ledger import build_ledger
+    from afbench.execution.ledger import build_ledger
 
     write_json(args.output, build_ledger(args.ledger, args.receipt, args.max_cost_usd))
 

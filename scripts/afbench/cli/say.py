@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from afbench.core.errors import printable, tell
+
 from .. import kinds
-from ..errors import printable, tell
 
 MAX_LINE = 1000  # characters of one line (a long list of paths or models is clipped)
 MAX_NAMED = 6  # models or paths named in one line before "and N more"

@@ -12,11 +12,12 @@ import sys
 from pathlib import Path
 from typing import NamedTuple
 
-from ..errors import AfbenchError
-from ..fsutil import write_json
-from ..settings import converter as setting
-from ..settings import default
-from ..store import TABLES
+from afbench.core.errors import AfbenchError
+from afbench.core.fsutil import write_json
+from afbench.core.settings import converter as setting
+from afbench.core.settings import default
+from afbench.exports.store import TABLES
+
 from . import types
 from .actions import (
     REPORT_FILES,
@@ -54,7 +55,7 @@ def _config_flag(p: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> dict:
-    from ..config import load_config
+    from afbench.core.config import load_config
 
     return load_config(args.config)
 
@@ -83,7 +84,7 @@ def _selection_wanted(args: argparse.Namespace) -> bool:
 
 
 def _select(args: argparse.Namespace, catalog: dict) -> dict:
-    from ..catalog import select_tasks
+    from afbench.tasks.catalog import select_tasks
 
     name = args.name if args.name is not None else types.name(Path(args.output).stem)
     return select_tasks(catalog, name, args.task, args.book, args.limit, types.stratified(args))
@@ -98,7 +99,7 @@ def _receipt_of(release_dir: Path) -> tuple[dict, str]:
 
 def _check_receipt_pins(receipt: dict, receipt_path: str, config: dict, keys: list[str]) -> None:
     """A release folder used with a config: its receipt must hold that config's pins."""
-    from ..config import file_for
+    from afbench.core.config import file_for
 
     if receipt["release"]["revision"] != config["release"]["revision"]:
         raise AfbenchError(
@@ -143,7 +144,7 @@ class ReleaseFolder(NamedTuple):
 def _release_folder(release_dir: Path, config: dict) -> ReleaseFolder:
     """A fetched release folder: its receipt (read once), whose MANIFEST and SOURCES must be
     the config's pins, and its verified entries."""
-    from ..release import collect_verified
+    from afbench.release.identity import collect_verified
 
     receipt, receipt_path = _receipt_of(release_dir)
     _check_receipt_pins(receipt, receipt_path, config, ["manifest", "sources"])
@@ -152,8 +153,8 @@ def _release_folder(release_dir: Path, config: dict) -> ReleaseFolder:
 
 
 def _catalog(folder: ReleaseFolder, config: dict) -> dict:
-    from ..catalog import build_catalog
-    from ..release import license_of, read_entry
+    from afbench.release.identity import license_of, read_entry
+    from afbench.tasks.catalog import build_catalog
 
     def verified(key: str):
         return read_entry(folder.entries, key, folder.path / folder.entries[key][0]["path"])
@@ -170,7 +171,7 @@ def _catalog(folder: ReleaseFolder, config: dict) -> dict:
 
 def _models(args: argparse.Namespace, config: dict) -> list[str]:
     """--all-models (every model with a pin) or the --model list, each known and pinned."""
-    from ..config import missing_pin_error
+    from afbench.core.config import missing_pin_error
 
     if args.all_models:
         return [slug for slug, spec in config["models"].items() if spec["sha256"]]
@@ -215,8 +216,8 @@ def _fetch_args(p):
 
 
 def fetch(args):
-    from ..config import release_files
-    from ..fetch import fetch_release
+    from afbench.core.config import release_files
+    from afbench.release.fetch import fetch_release
 
     config = _config(args)
     known = {f.key: f for f in release_files(config)}
@@ -266,7 +267,7 @@ def _plan_args(p):
 
 
 def plan(args):
-    from ..plan import build_plan
+    from afbench.plans.plan import build_plan
 
     config = _config(args)
     catalog = _catalog(_release_folder(args.release_dir, config), config)
@@ -326,12 +327,18 @@ def import_results(args):
     import itertools
     import tempfile
 
-    from ..compare import reduced, summarize
-    from ..config import published_facts
-    from ..fsutil import JSON_ELEMENT_SEPARATOR, atomic_write_bytes, json_around, json_element
+    from afbench.core.config import published_facts
+    from afbench.core.fsutil import (
+        JSON_ELEMENT_SEPARATOR,
+        atomic_write_bytes,
+        json_around,
+        json_element,
+    )
+    from afbench.imports.compare import reduced, summarize
+    from afbench.imports.official import ModelSpec, import_model
+    from afbench.release.identity import read_entry
+
     from ..kinds import OFFICIAL_REFERENCE
-    from ..official import ModelSpec, import_model
-    from ..release import read_entry
 
     config = _config(args)
     folder = _release_folder(args.release_dir, config)
@@ -383,9 +390,10 @@ def _verdict_args(p):
 
 
 def verdict(args):
-    from ..fsutil import path_text, read_regular_file, say, sha256_bytes
+    from afbench.core.fsutil import path_text, read_regular_file, say, sha256_bytes
+    from afbench.runs.verdicts import parse_verdict
+
     from ..kinds import VERDICT
-    from ..verdicts import parse_verdict
 
     data = read_regular_file(args.path, "verdict file", MAX_VERDICT_BYTES)
     result = VERDICT.record(
@@ -412,8 +420,8 @@ def _verify_args(p):
 
 def verify(args):
     """Re-hash every pinned file of a fetched release folder into its receipt."""
-    from ..config import pinned_files, release_files
-    from ..fetch import build_receipt
+    from afbench.core.config import pinned_files, release_files
+    from afbench.release.fetch import build_receipt
 
     config = _config(args)
     pins = pinned_files(config)
@@ -545,7 +553,7 @@ def _export_args(p):
 
 
 def export(args):
-    from ..errors import AfbenchError
+    from afbench.core.errors import AfbenchError
 
     if args.format in ("csv", "parquet"):
         from ..frames import export
@@ -558,12 +566,12 @@ def export(args):
         ):
             if given:
                 raise AfbenchError(f"{flag} is for markdown, latex or eee", field=flag)
-        from ..ledger import read_entries
+        from afbench.execution.ledger import read_entries
 
         ledger = read_entries(args.ledger, settled_only=True) if args.ledger else None
         export(args.root, args.output_dir, args.format, args.table, ledger)
         return
-    from ..exports import write_exports
+    from afbench.exports.records import write_exports
 
     for flag, given in (("--table", args.table), ("--ledger", args.ledger)):
         if given:
@@ -624,8 +632,8 @@ def _power_args(p):
         "--sequential-tasks",
         type=setting("power/sequential_tasks"),
         metavar="N",
-        help="also the sequential test's view (afbench.sequential): its expected tasks and cost "
-        "to a decision, for a run of at most N tasks (the selection's size)",
+        help="also the sequential test's view (afbench.execution.sequential): its expected tasks "
+        "and cost to a decision, for a run of at most N tasks (the selection's size)",
     )
     batches = default("power/batch_tasks")
     p.add_argument(
@@ -691,8 +699,8 @@ def _ledger_args(p):
 
 
 def ledger_command(args):
-    from ..errors import printable
-    from ..ledger import summary_lines
+    from afbench.core.errors import printable
+    from afbench.execution.ledger import summary_lines
 
     if args.follow:
         if args.release_dead:
@@ -771,8 +779,8 @@ def _watch_args(p):
 
 
 def watch_command(args):
-    from ..errors import printable
-    from ..watch import follow, lines, renderable, snapshot
+    from afbench.core.errors import printable
+    from afbench.execution.watch import follow, lines, renderable, snapshot
 
     def look() -> dict:
         return snapshot(args.ledger, args.receipts, args.plan, args.steps, args.max_cost_usd)
@@ -858,8 +866,8 @@ def _preregister_args(p):
 
 
 def preregister(args):
-    from ..catalog import read_selection
-    from ..preregister import line, plan_facts, seal_into
+    from afbench.plans.preregister import line, plan_facts, seal_into
+    from afbench.tasks.catalog import read_selection
 
     selection, _ = read_selection(args.selection, args.catalog)
     plan = seal_into(plan_facts(_config(args), selection), selection, args.output)
@@ -888,10 +896,10 @@ def _decide_args(p):
 
 
 def decide(args):
-    from ..fsutil import json_output, write_outputs
-    from ..ledger import read_receipts
-    from ..preregister import check_sealed, read_plan
-    from ..sequential import line, outcomes_from_receipts, sequential_decision
+    from afbench.core.fsutil import json_output, write_outputs
+    from afbench.execution.ledger import read_receipts
+    from afbench.execution.sequential import line, outcomes_from_receipts, sequential_decision
+    from afbench.plans.preregister import check_sealed, read_plan
 
     plan = read_plan(args.plan)
     check_sealed(plan, str(args.plan))
@@ -952,8 +960,9 @@ def _diff_args(p):
 
 
 def diff(args):
-    from ..fsutil import json_output, write_outputs
-    from ..upgrade import upgrade_plan
+    from afbench.core.fsutil import json_output, write_outputs
+    from afbench.upgrade.diff import upgrade_plan
+
     from .jobs import _diff, _flag_lines
 
     diff, comparable = _diff(args.previous, args.current, args.catalog)
@@ -974,7 +983,8 @@ def _compare_revisions_args(p):
 
 
 def compare_revisions(args):
-    from ..crossrev import comparison_line
+    from afbench.upgrade.crossrev import comparison_line
+
     from .jobs import compare_revisions as compare
 
     for row in compare(args)["comparisons"]:
@@ -1036,7 +1046,7 @@ def _query_args(p):
 def query(args):
     """SQL over the results store (DuckDB, embedded and imported here, so that afbench's
     start-up is unchanged), or the tables' columns."""
-    from ..store import default_root, describe, query, render
+    from afbench.exports.store import default_root, describe, query, render
 
     if args.tables:
         columns, rows = ["table", "column", "type", "meaning"], describe()
@@ -1062,7 +1072,7 @@ def _demo_generate_args(p):
 
 
 def demo_generate(args):
-    from ..demo import write_release
+    from afbench.release.demo import write_release
 
     write_release(args.out, args.upgrade_out)
 
@@ -1075,8 +1085,8 @@ def _demo_repo_args(p):
 
 
 def demo_repo(args):
-    from ..demo import build_repository
-    from ..fsutil import say
+    from afbench.core.fsutil import say
+    from afbench.release.demo import build_repository
 
     commit = build_repository(args.release_files, args.out, args.upgrade_files)
     print(commit, file=sys.stdout)

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from ..settings import TRANSPORT_SETTINGS
-from ..settings import converter as setting
+from afbench.core.settings import TRANSPORT_SETTINGS
+from afbench.core.settings import converter as setting
+
 from . import types
 
 # a namedtuple from collections, not typing.NamedTuple: importing typing costs every job's
@@ -553,7 +554,7 @@ SIGNATURES: dict[str, Verb] = {
         writes("--output", "TRIAL_RECEIPT", "the trial receipt"),
         writes("--status-page", optional=True, type=types.optional(types.output_path),
                metavar="FILE|", help="the run's status page, rewritten once the receipt is "
-               "written (afbench.watch)"),
+               "written (afbench.execution.watch)"),
         reads("--status-receipts", optional=True, type=types.optional_input_path, metavar="DIR|",
               help="the folder of the run's trial receipts, for the status page"),
         reads("--status-plan", "RUN_PLAN", "a sealed run plan, for the status page",

@@ -11,7 +11,7 @@ import math
 import re
 from collections.abc import Callable
 
-from ..errors import AfbenchError, printable
+from afbench.core.errors import AfbenchError, printable
 
 # patterns, not compiled ones: re compiles (and caches) each on first use, so a job that never
 # meets one does not pay for it at start-up
@@ -66,7 +66,7 @@ def sha256(value: str) -> str:
 
 def name(value: str) -> str:
     """A value that becomes a path component or an argv element."""
-    from ..fsutil import check_name
+    from afbench.core.fsutil import check_name
 
     try:
         return check_name(value, "name")
@@ -135,7 +135,7 @@ def pair(separator: str = "=", left: Callable = nonempty, right: Callable = none
 
 def release_file(value: str):
     """KEY=PATH@SHA256: a release file and its pin."""
-    from ..config import ReleaseFile
+    from afbench.core.config import ReleaseFile
 
     key, sep, rest = value.partition("=")
     path, at, digest = rest.rpartition("@")
@@ -146,7 +146,7 @@ def release_file(value: str):
 
 def unpinned_file(value: str):
     """KEY=PATH: a file the config names without a pin."""
-    from ..config import ReleaseFile
+    from afbench.core.config import ReleaseFile
 
     key, sep, path = value.partition("=")
     if not (sep and key and path):

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from pathlib import Path
 
-from ..errors import AfbenchError
+from afbench.core.errors import AfbenchError
 
 
 class _Any:
@@ -162,7 +162,7 @@ UTC_TIME = "datetime64[us, UTC]"
 # a SHA-256 digest as afbench writes every one: 64 lowercase hexadecimal digits
 SHA256 = "[0-9a-f]{64}"
 # a name afbench makes a file or folder of (a Harbor job's, a run's): its form is fsutil's
-from ..fsutil import SAFE_NAME_FORM as SAFE_NAME  # noqa: E402
+from afbench.core.fsutil import SAFE_NAME_FORM as SAFE_NAME  # noqa: E402
 
 _DTYPES = {str: "string", int: "Int64", float: "Float64", bool: "boolean"}
 
@@ -349,7 +349,8 @@ class Kind(_Declaration):
         """The artifact at `path`: strict JSON (fsutil.read_json_file), of this kind and schema
         version, every field of its declared type; anything else one AfbenchError naming the
         file and the field."""
-        from ..fsutil import MAX_JSON_BYTES, read_regular_file
+        from afbench.core.fsutil import MAX_JSON_BYTES, read_regular_file
+
         from .lines import parse
 
         return parse(self, read_regular_file(Path(path), self.what, MAX_JSON_BYTES), str(path))
@@ -402,7 +403,7 @@ def head(data: object, file: str, *kinds: Kind) -> Kind:
 def read_any(path: Path | str, *kinds: Kind) -> dict:
     """An artifact that is one of `kinds` (e.g. a receipt or a verified-file record), read
     through its own declaration."""
-    from ..fsutil import read_json_file
+    from afbench.core.fsutil import read_json_file
 
     data = read_json_file(Path(path), " or ".join(k.what for k in kinds))
     return head(data, str(path), *kinds).check(data, str(path))

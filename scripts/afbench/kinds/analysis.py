@@ -12,8 +12,8 @@ from .stats import CLUSTERED_DIFFERENCE, CLUSTERED_RATE, INTERVAL
 from .upgrade import CROSS_REVISION, REVISION_COMPARISON
 
 # --- failure anatomy ---------------------------------------------------------------------------
-# every class in precedence order (afbench.anatomy): the official ones lack no_verdict and
-# progress_unknown, the local ones near_miss, partial and none
+# every class in precedence order (afbench.task_analysis.anatomy): the official ones lack no_verdict
+# and progress_unknown, the local ones near_miss, partial and none
 FAILURE_CLASSES = (
     "infrastructure",
     "no_verdict",

@@ -157,9 +157,9 @@ def _when(
     return Field(name, type, f"{events}: {doc}", optional=True, **more)
 
 
-# One line of the live cost ledger (afbench.ledger writes it, and reads it strictly through this
-# declaration; the ledger is no artifact): what the results store and `afbench export --ledger`
-# tabulate.
+# One line of the live cost ledger (afbench.execution.ledger writes it, and reads it strictly
+# through this declaration; the ledger is no artifact): what the results store and `afbench export
+# --ledger` tabulate.
 LEDGER_ENTRY = Shape(
     "live ledger entry",
     Field(
@@ -223,7 +223,7 @@ LEDGER_ENTRY = Shape(
     Field("pid", int, minimum=1, doc="its process id"),
     Field("slurm_job_id", str, null=True, optional=True, doc="its SLURM job; null: none"),
     _when("start", "lock", str, "the trial's lock file"),
-    doc="one line of the live cost ledger beside the Harbor jobs folder (afbench.ledger)",
+    doc="one line of the live cost ledger beside the Harbor jobs folder (afbench.execution.ledger)",
 )
 # the fields each event's line must have: those of every line, then the event's own
 LEDGER_REQUIRED = {
@@ -376,7 +376,7 @@ ANALYSIS_PLAN = Kind(
             Field("difference", float),
             Field("discordance", float),
             Field("power", float),
-            Field("fixed_n", MapOf(ANY, keys="setting"), doc="afbench.power's fixed-n plan"),
+            Field("fixed_n", MapOf(ANY, keys="setting"), doc="afbench.plans.power's fixed-n plan"),
         ),
     ),
     Field(
@@ -413,7 +413,9 @@ RUN_PLAN = Kind(
         Shape(
             "estimate",
             Field("estimand", str),
-            Field("precision", str, doc="what the selection's size can detect (afbench.power)"),
+            Field(
+                "precision", str, doc="what the selection's size can detect (afbench.plans.power)"
+            ),
         ),
     ),
     Field(
@@ -494,7 +496,7 @@ SEQUENTIAL_DECISION = Kind(
     doc="the decision after the batches finished so far (`afbench decide`)",
 )
 
-# why a comparison run through `snakemake execute` stopped (afbench.sequential.run_step)
+# why a comparison run through `snakemake execute` stopped (afbench.execution.sequential.run_step)
 STOPS = (
     "decision",  # A better or B better
     "futility",  # futile before the horizon

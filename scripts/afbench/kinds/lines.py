@@ -6,7 +6,8 @@ per record line, made from the declaration (each field's name in its place, a by
 its declared type and least value), instead of a Python call per object of the strict reader;
 any other text goes to the strict reader. A line the expression matches is valid JSON with
 distinct keys, finite numbers and no escapes, of its declared types, so what is accepted and
-what is read are the same either way (tests/test_official.py holds the two readers to that)."""
+what is read are the same either way (tests/imports/test_official.py holds the two readers to
+that)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import json
 import re
 from functools import cache
 
-from ..errors import AfbenchError
+from afbench.core.errors import AfbenchError
+
 from . import Field, Kind, ListOf, Shape
 
 TEXT = rb'[^"\\\x00-\x1f]*+'  # a JSON string's characters that need no escape
@@ -83,7 +85,7 @@ def split(kind: Kind, data: bytes, file: str) -> tuple[dict, int, int] | None:
     field's place: JSON's grammar makes the whole text valid if and only if that is, the
     records being valid values), and where its record lines start and end; None for any
     other text."""
-    from ..fsutil import parse_json_bytes
+    from afbench.core.fsutil import parse_json_bytes
 
     name = kind.fields[-1].name
     start_marker = b'\n  "' + name.encode() + b'": [\n'
@@ -120,7 +122,7 @@ def parse(kind: Kind, data: bytes, file: str) -> dict:
     """The artifact in `data` (read from `file`), through its declaration: by its layout when
     afbench wrote it so, else by the strict reader; the same record and the same refusals
     either way."""
-    from ..fsutil import parse_json_bytes
+    from afbench.core.fsutil import parse_json_bytes
 
     found = layout(kind)
     if found is not None:

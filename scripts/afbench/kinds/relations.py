@@ -4,7 +4,7 @@ An artifact is derived from others: digests from the catalog, a selection from t
 plan from its selection, a model import from a pinned file. Each such relation is declared
 here: the two kinds, what binds them (a hash, a task set, a field), the function that checks it
 (named `module:function`, imported when first checked, so a kind's module stays free of stage
-code: the declaration is data, resolved by afbench.audit), and how it is checked:
+code: the declaration is data, resolved by afbench.audit.directory), and how it is checked:
 **re-derived** (the binding part of the artifact made again from its source and compared) or
 **cross-checked** (fields of the two compared). Every reader that takes both files checks the
 relation through its declaration (`audit.hold(RELATION, ...)`), and `afbench audit` checks
@@ -49,7 +49,7 @@ CATALOG_OF_ITSELF = _relation(
     "afbench task catalog",
     None,
     "its counts, each source's n_tasks, and each task's catalog digests from its row",
-    "catalog:catalog_holds",
+    "tasks.catalog:catalog_holds",
     "re-derived",
 )
 CATALOG_OF_RECEIPT = _relation(
@@ -57,7 +57,7 @@ CATALOG_OF_RECEIPT = _relation(
     "afbench task catalog",
     "afbench release receipt",
     "the release block, and each input's SHA-256 as the receipt verified it",
-    "release:inputs_of_receipt",
+    "release.identity:inputs_of_receipt",
     "cross-checked",
 )
 DIGESTS_OF_ITSELF = _relation(
@@ -66,7 +66,7 @@ DIGESTS_OF_ITSELF = _relation(
     None,
     "each key is its row's task id; catalog digests from the row, part digests from the "
     "files, Harbor's checksum from the files and task.toml",
-    "catalog:digests_hold",
+    "tasks.catalog:digests_hold",
     "re-derived",
 )
 DIGESTS_OF_CATALOG = _relation(
@@ -74,7 +74,7 @@ DIGESTS_OF_CATALOG = _relation(
     "afbench task digests",
     "afbench task catalog",
     "the revision and inputs, the task set, each task's MANIFEST row and catalog digests",
-    "catalog:digests_agree_with_catalog",
+    "tasks.catalog:digests_agree_with_catalog",
     "cross-checked",
 )
 PREVIOUS_DIGESTS = _relation(
@@ -82,7 +82,7 @@ PREVIOUS_DIGESTS = _relation(
     "afbench task digests",
     "afbench task digests",
     "the previous release is of the same repository, at another well-formed revision",
-    "upgrade:previous_release_holds",
+    "upgrade.diff:previous_release_holds",
     "cross-checked",
 )
 SELECTION_OF_CATALOG = _relation(
@@ -91,7 +91,7 @@ SELECTION_OF_CATALOG = _relation(
     "afbench task catalog",
     "selection_sha256 of the catalog's revision, inputs and the task ids; each task's row; "
     "a selection by criteria made again from them",
-    "catalog:selection_of_catalog",
+    "tasks.catalog:selection_of_catalog",
     "re-derived",
 )
 PLAN_OF_SELECTION = _relation(
@@ -99,7 +99,7 @@ PLAN_OF_SELECTION = _relation(
     "afbench harbor run plan",
     "afbench task selection",
     "the release, the selection's name, hash and size, and its tasks in order",
-    "plan:plan_of_selection",
+    "plans.plan:plan_of_selection",
     "cross-checked",
 )
 ANALYSIS_PLAN_OF_CATALOG = _relation(
@@ -108,7 +108,7 @@ ANALYSIS_PLAN_OF_CATALOG = _relation(
     "afbench task catalog",
     "α is the test's and its boundary keeps it; the horizon and looks made again from the "
     "plan's design, selection size and batches; its tasks hash to selection_sha256",
-    "preregister:plan_holds",
+    "plans.preregister:plan_holds",
     "re-derived",
 )
 RUN_PLAN_OF_SELECTION = _relation(
@@ -117,7 +117,7 @@ RUN_PLAN_OF_SELECTION = _relation(
     "afbench task selection",
     "the whole plan made again from its selection, its configuration and its money (release, "
     "selection hash and size, the estimate, the worst case), and its seal",
-    "preregister:run_plan_of_selection",
+    "plans.preregister:run_plan_of_selection",
     "re-derived",
 )
 VERIFIED_OF_RECEIPT = _relation(
@@ -125,7 +125,7 @@ VERIFIED_OF_RECEIPT = _relation(
     "afbench verified file",
     "afbench release receipt",
     "the release block and the file's entry",
-    "release:verified_of_receipt",
+    "release.identity:verified_of_receipt",
     "cross-checked",
 )
 IMPORT_OF_RECEIPT = _relation(
@@ -133,7 +133,7 @@ IMPORT_OF_RECEIPT = _relation(
     "afbench official results import",
     "afbench release receipt",
     "the release block, and each input's SHA-256 as the receipt verified it",
-    "release:inputs_of_receipt",
+    "release.identity:inputs_of_receipt",
     "cross-checked",
 )
 IMPORT_OF_CATALOG = _relation(
@@ -141,7 +141,7 @@ IMPORT_OF_CATALOG = _relation(
     "afbench official results import",
     "afbench task catalog",
     "the task set (task_set_sha256), each record's source and obligations",
-    "official:import_of_catalog",
+    "imports.official:import_of_catalog",
     "cross-checked",
 )
 SUMMARY_OF_IMPORT = _relation(
@@ -149,7 +149,7 @@ SUMMARY_OF_IMPORT = _relation(
     "afbench official results summary",
     "afbench official results import",
     "the model's leaderboard row (passes, tasks, rate, errors) and its input",
-    "compare:summary_of_import",
+    "imports.compare:summary_of_import",
     "cross-checked",
 )
 DIFF_OF_DIGESTS = _relation(
@@ -157,7 +157,7 @@ DIFF_OF_DIGESTS = _relation(
     "afbench release diff",
     "afbench task digests",
     "the current revision and task set; diff_sha256 and the counts from its tasks",
-    "upgrade:diff_of_digests",
+    "upgrade.diff:diff_of_digests",
     "re-derived",
 )
 COMPARABLE_OF_DIFF = _relation(
@@ -165,7 +165,7 @@ COMPARABLE_OF_DIFF = _relation(
     "afbench task selection",
     "afbench release diff",
     "diff_sha256, the selection's hash and size, and its tasks: the diff's unchanged ones",
-    "upgrade:comparable_of_diff",
+    "upgrade.diff:comparable_of_diff",
     "cross-checked",
 )
 UPGRADE_PLAN_OF_DIFF = _relation(
@@ -173,7 +173,7 @@ UPGRADE_PLAN_OF_DIFF = _relation(
     "afbench upgrade plan",
     "afbench release diff",
     "diff_sha256, each task's class and action (Harbor's vocabulary), the counts",
-    "upgrade:plan_of_diff",
+    "upgrade.diff:plan_of_diff",
     "re-derived",
 )
 COMPARISONS_OF_COMPARABLE = _relation(
@@ -181,7 +181,7 @@ COMPARISONS_OF_COMPARABLE = _relation(
     "afbench cross-revision comparisons",
     "afbench task selection",
     "the comparable subset's name, hash, diff and size",
-    "crossrev:comparisons_of_comparable",
+    "upgrade.crossrev:comparisons_of_comparable",
     "cross-checked",
 )
 MANIFEST_OF_FILES = _relation(
@@ -189,7 +189,7 @@ MANIFEST_OF_FILES = _relation(
     "afbench artifact manifest",
     BYTES,
     "each listed artifact's SHA-256 and size, hashed again",
-    "artifacts:manifest_of_files",
+    "audit.manifest:manifest_of_files",
     "re-derived",
 )
 RECEIPT_OF_FILES = _relation(
@@ -197,7 +197,7 @@ RECEIPT_OF_FILES = _relation(
     "afbench release receipt",
     BYTES,
     "each verified release file's SHA-256 and size, hashed again, and its pin",
-    "release:receipt_of_files",
+    "release.identity:receipt_of_files",
     "re-derived",
 )
 RELEASE_BLOCK = _relation(
@@ -205,7 +205,7 @@ RELEASE_BLOCK = _relation(
     "*",
     "afbench release identity",
     "every artifact's release block is the release identity's",
-    "release:release_block_of_identity",
+    "release.identity:release_block_of_identity",
     "cross-checked",
 )
 RUN_OF_SELECTION = _relation(
@@ -213,7 +213,7 @@ RUN_OF_SELECTION = _relation(
     "afbench local run summary",
     "afbench task selection",
     "the release, and the selection's name, hash and size",
-    "runs:run_of_selection",
+    "runs.summary:run_of_selection",
     "cross-checked",
 )
 RUN_OF_TABLES = _relation(
@@ -222,7 +222,7 @@ RUN_OF_TABLES = _relation(
     "outcomes",
     "each configuration's outcome, attempt and replaced-attempt counts, counted again from its "
     "tables",
-    "runs:run_of_tables",
+    "runs.summary:run_of_tables",
     "re-derived",
 )
 ANALYSIS_OF_SUMMARY = _relation(
@@ -230,7 +230,7 @@ ANALYSIS_OF_SUMMARY = _relation(
     "afbench analysis",
     "afbench official results summary",
     "the models shown and their passes, tasks, rate and errors",
-    "analysis:analysis_of_summary",
+    "report.analysis:analysis_of_summary",
     "cross-checked",
 )
 ANALYSIS_OF_RECEIPT = _relation(
@@ -238,7 +238,7 @@ ANALYSIS_OF_RECEIPT = _relation(
     "afbench analysis",
     "afbench release receipt",
     "the provenance shown: the receipt's files",
-    "analysis:analysis_of_receipt",
+    "report.analysis:analysis_of_receipt",
     "cross-checked",
 )
 ANALYSIS_OF_RUN = _relation(
@@ -246,7 +246,7 @@ ANALYSIS_OF_RUN = _relation(
     "afbench analysis",
     "afbench local run summary",
     "each configuration shown: its counts, rate and conformance",
-    "analysis:analysis_of_run",
+    "report.analysis:analysis_of_run",
     "cross-checked",
 )
 RECEIPT_OF_TRIAL = _relation(
@@ -255,7 +255,7 @@ RECEIPT_OF_TRIAL = _relation(
     "afbench trial receipt",
     "one receipt per trial (release, selection, task, configuration, attempt): another receipt "
     "of the same trial holds the same content",
-    "ledger:receipt_of_trial",
+    "execution.ledger:receipt_of_trial",
     "cross-checked",
 )
 LEDGER_OF_RECEIPTS = _relation(
@@ -264,7 +264,7 @@ LEDGER_OF_RECEIPTS = _relation(
     "afbench trial receipt",
     "its trials are the receipts' (job, task, attempt, agent, model, cap, refusal, action), "
     "and its spent, held, overshoot and refused totals add up over its trials",
-    "ledger:ledger_of_receipts",
+    "execution.ledger:ledger_of_receipts",
     "cross-checked",
 )
 DECISION_OF_PLAN = _relation(
@@ -272,7 +272,7 @@ DECISION_OF_PLAN = _relation(
     "afbench sequential run",
     "afbench analysis plan",
     "the seal it was made under (plan_sha256), the comparison, α, horizon and error rule",
-    "sequential:decision_of_plan",
+    "execution.sequential:decision_of_plan",
     "cross-checked",
 )
 DECISION_OF_RECEIPTS = _relation(
@@ -281,7 +281,7 @@ DECISION_OF_RECEIPTS = _relation(
     "afbench trial receipt",
     "the decision, its looks, trials, counts, spend, retries and tasks left out, made again "
     "from the comparison's receipts under the sealed plan",
-    "sequential:decision_of_receipts",
+    "execution.sequential:decision_of_receipts",
     "re-derived",
 )
 RUN_OF_DECISION = _relation(
@@ -290,7 +290,7 @@ RUN_OF_DECISION = _relation(
     "afbench sequential run",
     "the executed run's outcome of each task and configuration the decision read is the "
     "outcome of the attempt that stands, the one the decision counted",
-    "runs:run_of_decision",
+    "runs.summary:run_of_decision",
     "cross-checked",
 )
 

@@ -288,7 +288,7 @@ PLAN_CHECK = Shape(
             )
         ),
     ),
-    doc="afbench.conformance.plan_conformance",
+    doc="afbench.runs.conformance.plan_conformance",
 )
 RUN_SUMMARY = Kind(
     "afbench local run summary",

@@ -1,5 +1,5 @@
 """The statistical shapes the analysis and the comparisons across revisions share: a
-clustered (CR2) interval of a rate or of a paired difference (afbench.stats), and a plain
+clustered (CR2) interval of a rate or of a paired difference (afbench.core.stats), and a plain
 interval."""
 
 from __future__ import annotations

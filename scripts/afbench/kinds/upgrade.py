@@ -9,7 +9,7 @@ from .release import RELEASE
 from .stats import CLUSTERED_DIFFERENCE, CLUSTERED_RATE
 from .tasks import RELEASE_REF
 
-# a task's class, its most consequential change first after `unchanged` (afbench.upgrade)
+# a task's class, its most consequential change first after `unchanged` (afbench.upgrade.diff)
 CHANGE_CLASSES = (
     "unchanged",
     "statement-changed",

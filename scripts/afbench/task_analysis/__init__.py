@@ -1,0 +1,1 @@
+"""Task analysis (workflow/rules/task_analysis.smk): why tasks fail, and the task table."""

@@ -1,0 +1,1 @@
+"""Tasks (workflow/rules/tasks.smk): the source-free catalog and task selections."""
