@@ -7,7 +7,6 @@ selection, its tables, its sealed decision."""
 
 from __future__ import annotations
 
-import math
 import os
 from collections import Counter
 from pathlib import Path
@@ -113,13 +112,6 @@ def task_outcome(attempts: list[dict]) -> str:
         if outcome in outcomes:
             return outcome
     return "rejected"
-
-
-def pass_at_k(n: int, c: int, k: int) -> float:
-    """The unbiased pass@k estimator (Chen et al. 2021) for one task."""
-    if n - c < k:
-        return 1.0
-    return 1.0 - math.comb(n - c, k) / math.comb(n, k)
 
 
 def _check_same_task(attempts: list[dict], label: str) -> None:
@@ -342,11 +334,17 @@ def _summarize_configuration(
     all_decided = all(a["outcome"] in ("accepted", "rejected") for a in standing)
     pass_k = {}
     if complete and all_decided and attempt_counts[0] > 0:
+        from afbench.runs.passk import pass_at_k  # the estimator's one home
+
         for k in sorted({1, attempt_counts[0]}):
             pass_k[str(k)] = (
                 sum(
-                    pass_at_k(
-                        len(by_task[t]), sum(a["outcome"] == "accepted" for a in by_task[t]), k
+                    float(
+                        pass_at_k(
+                            len(by_task[t]),
+                            sum(a["outcome"] == "accepted" for a in by_task[t]),
+                            k,
+                        )
                     )
                     for t in selected
                 )
