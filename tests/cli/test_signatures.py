@@ -4,6 +4,7 @@ the flags the user's door takes from it, and the rule's shell line it makes and 
 from __future__ import annotations
 
 import argparse
+import sys
 
 import pytest
 
@@ -90,3 +91,54 @@ def test_the_user_door_takes_the_flags_it_shares_with_a_job_from_the_job():
     assert {"summary", "imports", "catalog", "receipt", "task_table"} <= {
         a.dest for a in report._actions
     }
+
+
+def _spelled_by_the_user_door(command, monkeypatch) -> set[str]:
+    """The flags `command`'s arguments spell in afbench.cli.seed itself (not through a
+    signature): each add_argument call recorded with the file that made it."""
+    from afbench.cli import seed
+
+    spelled: set[str] = set()
+    original = argparse._ActionsContainer.add_argument
+
+    def recording(self, *flags, **options):
+        if sys._getframe(1).f_code.co_filename == seed.__file__:
+            spelled.update(flags)
+        return original(self, *flags, **options)
+
+    monkeypatch.setattr(argparse._ActionsContainer, "add_argument", recording)
+    command.arguments(argparse.ArgumentParser())
+    monkeypatch.undo()
+    return spelled
+
+
+def test_no_flag_is_spelled_twice(monkeypatch):
+    """A user command takes every flag it shares with its job verbs from their signatures: of
+    the flags it spells itself, none is one of theirs; and the commands named below do have a
+    job verb (so the check covers them)."""
+    from afbench.cli.seed import COMMANDS, DEMO
+
+    commands = {**COMMANDS, **{f"demo {name}": command for name, command in DEMO.items()}}
+    with_verbs = {name for name, command in commands.items() if command.verbs}
+    assert {"power", "diff", "decide", "preregister", "import-results", "report"} <= with_verbs
+    twice = []
+    for name, command in commands.items():
+        theirs = {
+            flag
+            for verb in command.verbs
+            for action in _parser(verb)._actions
+            for flag in action.option_strings
+        }
+        twice += [
+            f"{name} {flag}"
+            for flag in _spelled_by_the_user_door(command, monkeypatch) & theirs - {"-h", "--help"}
+        ]
+    assert twice == [], "flags spelled in the user's door and in a job verb's signature"
+
+
+def test_the_check_sees_a_flag_spelled_twice(monkeypatch):
+    """The recording above sees a flag spelled in cli.seed (the test can fail)."""
+    from afbench.cli.seed import COMMANDS
+
+    assert "--models" in _spelled_by_the_user_door(COMMANDS["power"], monkeypatch)
+    assert "--difference" not in _spelled_by_the_user_door(COMMANDS["power"], monkeypatch)

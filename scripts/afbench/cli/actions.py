@@ -567,25 +567,27 @@ def beyond_the_leaderboard(
     return out
 
 
-def plan_power(
-    settings: dict, imports: list[dict], output: Path | None, sequential: dict | None = None
-) -> None:
-    """The run planner (afbench.plans.power) over `settings` (difference, tasks, alpha, power,
-    configurations, baseline_rate) and none or two model imports (their observed discordance
-    and its variation between sources): prints its one line, and writes its JSON to `output`
-    when given. With `sequential` ({tasks, batch_tasks, usd_per_task}), the sequential test's
-    view beside it, and its line."""
+def plan_power(given, imports: list[dict]) -> None:
+    """The run planner (afbench.plans.power) over plan-power's values (`given`, by the names
+    its signature declares: difference, tasks, alpha, power, configurations, baseline_rate)
+    and none or two model imports (their observed discordance and its variation between
+    sources): prints its one line, and writes its JSON to `output` when given. With
+    `sequential_tasks`, the sequential test's view beside it (its batches and cost per task
+    from `batch_tasks` and `usd_per_task`), and its line."""
     from afbench.plans.power import observed, plan, with_sequential
 
+    keys = ("difference", "tasks", "alpha", "power", "configurations", "baseline_rate")
     models = observed(imports) if imports else None
     release = imports[0]["release"] if imports else None
-    result = plan(**settings, models=models, release=release)
-    if sequential is not None:
-        result = with_sequential(result, **sequential)
-    if output is not None:
-        write_outputs([json_output(output, result)], about=result)
+    result = plan(**{key: getattr(given, key) for key in keys}, models=models, release=release)
+    if given.sequential_tasks is not None:
+        result = with_sequential(
+            result, given.sequential_tasks, given.batch_tasks, given.usd_per_task
+        )
+    if given.output is not None:
+        write_outputs([json_output(given.output, result)], about=result)
     print(result["line"])
-    if sequential is not None:
+    if given.sequential_tasks is not None:
         print(result["sequential"]["line"])
 
 

@@ -488,21 +488,7 @@ def import_executed(args):
 def plan_power_job(args):
     from ..kinds import MODEL_IMPORT
 
-    settings = {
-        key: getattr(args, key)
-        for key in ("difference", "tasks", "alpha", "power", "configurations", "baseline_rate")
-    }
-    imports = [MODEL_IMPORT.read(path) for path in args.imports]
-    sequential = (
-        None
-        if args.sequential_tasks is None
-        else {
-            "tasks": args.sequential_tasks,
-            "batch_tasks": args.batch_tasks,
-            "usd_per_task": args.usd_per_task,
-        }
-    )
-    plan_power(settings, imports, args.output, sequential)
+    plan_power(args, [MODEL_IMPORT.read(path) for path in args.imports])
 
 
 # --- the sealed analysis plan (opt-in) -----------------------------------------------------------

@@ -28,10 +28,11 @@ from .actions import (
     published_warnings,
     render_report,
 )
-from .signatures import add, pick, values
+from .signatures import SWITCH, add, pick, values
 
 RELEASE = "--release-dir"
 CONDITIONS = ("source-present", "source-free")
+FILE = {"metavar": "FILE"}  # a path flag of the user's door, shown as the file it is
 MAX_VERDICT_BYTES = 16 << 20  # a verdict is a few kilobytes; /dev/zero is refused before this
 
 
@@ -40,6 +41,7 @@ class Command(NamedTuple):
     example: str
     arguments: object
     run: object
+    verbs: tuple = ()  # the job verbs doing what it does: the flags it shares are theirs
 
 
 def _config_flag(p: argparse.ArgumentParser) -> None:
@@ -63,9 +65,12 @@ def _config(args: argparse.Namespace) -> dict:
 def _selection_flags(p: argparse.ArgumentParser) -> None:
     """select-tasks' choice of tasks (its --source is --book here)."""
     book = {"flag": "--book", "dest": "book"}
-    add(p, pick("select-tasks", "source", "task", "limit", *STRATIFIED, source=book))
-    p.add_argument(
-        "--name", type=types.name, help="the selection's name (default: the output file's stem)"
+    name = {"required": False, "help": "the selection's name (default: the output file's stem)"}
+    add(
+        p,
+        pick(
+            "select-tasks", "source", "task", "limit", *STRATIFIED, "name", source=book, name=name
+        ),
     )
 
 
@@ -197,9 +202,8 @@ def _models(args: argparse.Namespace, config: dict) -> list[str]:
 def _model_flags(p: argparse.ArgumentParser, required: bool) -> None:
     models = p.add_mutually_exclusive_group(required=required)
     models.add_argument("--all-models", action="store_true", help="every model with a pin")
-    models.add_argument(
-        "--model", action="append", default=[], type=types.name, metavar="SLUG", help="repeatable"
-    )
+    model = {"many": True, "default": [], "help": "repeatable", "group": "models"}
+    add(p, pick("import-model", "model", model=model), {"models": models})
 
 
 # --- the interface page's five commands ------------------------------------------------------
@@ -243,7 +247,7 @@ def _tasks_args(p):
     p.add_argument(
         RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
     )
-    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
+    add(p, pick("select-tasks", "output", output=FILE))
     _selection_flags(p)
 
 
@@ -262,8 +266,7 @@ def _plan_args(p):
     _selection_flags(p)
     agent = {"required": False, "default": "nop"}
     agent["help"] = "Harbor agent (default nop) or module.path:ClassName"
-    add(p, pick("write-plan", "agent", "model", agent=agent))
-    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
+    add(p, pick("write-plan", "agent", "model", "output", agent=agent, output=FILE))
 
 
 def plan(args):
@@ -296,12 +299,18 @@ def _import_results_args(p):
         RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
     )
     _model_flags(p, required=True)
-    p.add_argument(
-        "--source-condition",
-        type=setting("import/source_condition"),
-        default=default("import/source_condition"),
-        help="the condition claimed: must be each file's pinned condition (default: "
-        "source-present, the paper's leaderboard)",
+    condition = {
+        "help": "the condition claimed: must be each file's pinned condition (default: "
+        "source-present, the paper's leaderboard)"
+    }
+    add(
+        p,
+        pick(
+            "import-model",
+            "source_condition",
+            defaulted=("source_condition",),
+            source_condition=condition,
+        ),
     )
     p.add_argument(
         "--budget-usd",
@@ -309,18 +318,22 @@ def _import_results_args(p):
         metavar="USD",
         help="must be the release's nominal budget (default: that budget)",
     )
-    p.add_argument(
-        "--strict-budget",
-        action="store_true",
-        help="refuse the comparison if any reported cost exceeds the budget",
+    published = {
+        "help": "refuse the comparison if an import differs from what the authors "
+        "published (config: release.published, models.<slug>.published_passes)"
+    }
+    switch = {"type": SWITCH, "required": False}
+    add(
+        p,
+        pick(
+            "compare-models",
+            "strict_budget",
+            "strict_published",
+            strict_budget=switch,
+            strict_published={**switch, **published},
+        ),
     )
-    p.add_argument(
-        "--strict-published",
-        action="store_true",
-        help="refuse the comparison if an import differs from what the authors published "
-        "(config: release.published, models.<slug>.published_passes)",
-    )
-    p.add_argument("--output", required=True, type=types.output_path, metavar="FILE")
+    add(p, pick("import-model", "output", output=FILE))
 
 
 def import_results(args):
@@ -413,8 +426,13 @@ def _verify_args(p):
     p.add_argument(
         RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
     )
-    p.add_argument(
-        "--output", type=types.output_path, metavar="FILE", help="default: DIR/receipt.json"
+    add(
+        p,
+        pick(
+            "verify-release",
+            "output",
+            output={**FILE, "required": False, "help": "default: DIR/receipt.json"},
+        ),
     )
 
 
@@ -588,22 +606,28 @@ def export(args):
 
 
 def _power_args(p):
-    question = p.add_mutually_exclusive_group(required=True)
-    question.add_argument(
-        "--difference", type=setting("power/difference"), metavar="D", help="to detect: tasks?"
-    )
-    question.add_argument(
-        "--tasks", type=setting("power/tasks"), metavar="N", help="have: difference?"
-    )
+    question = {"group": "question"}
     alpha, power = default("power/alpha"), default("power/power")
-    p.add_argument("--alpha", default=alpha, type=setting("power/alpha"), help=f"({alpha:g})")
-    p.add_argument("--power", default=power, type=setting("power/power"), help=f"({power:g})")
-    p.add_argument(
-        "--configurations",
-        default=default("power/configurations"),
-        type=setting("power/configurations"),
-        metavar="K",
-        help="configurations the report will compare (Holm over their K(K-1)/2 pairs; default 2)",
+    add(
+        p,
+        pick(
+            "plan-power",
+            "difference",
+            "tasks",
+            "alpha",
+            "power",
+            "configurations",
+            defaulted=("alpha", "power", "configurations"),
+            difference={**question, "metavar": "D", "help": "to detect: tasks?"},
+            tasks={**question, "metavar": "N", "help": "have: difference?"},
+            alpha={"help": f"({alpha:g})"},
+            power={"help": f"({power:g})"},
+            configurations={
+                "metavar": "K",
+                "help": "configurations the report will compare "
+                "(Holm over their K(K-1)/2 pairs; default 2)",
+            },
+        ),
     )
     basis = p.add_mutually_exclusive_group(required=True)
     basis.add_argument(
@@ -613,67 +637,50 @@ def _power_args(p):
         metavar=("A", "B"),
         help="two imported models: their observed discordance (needs --root)",
     )
-    basis.add_argument(
-        "--baseline-rate",
-        type=setting("power/baseline_rate"),
-        metavar="P",
-        help="the weaker model's success rate (successes taken as independent)",
-    )
+    rate = {
+        "group": "basis",
+        "metavar": "P",
+        "help": "the weaker model's success rate (successes taken as independent)",
+    }
+    add(p, pick("plan-power", "baseline_rate", baseline_rate=rate), {"basis": basis})
     p.add_argument(
         "--root",
         type=types.input_tree,
         metavar="DIR",
         help="an artifact folder (results/<revision>) holding the two models' imports",
     )
-    p.add_argument(
-        "--output", type=types.output_path, metavar="FILE", help="also write the plan as JSON"
-    )
-    p.add_argument(
-        "--sequential-tasks",
-        type=setting("power/sequential_tasks"),
-        metavar="N",
-        help="also the sequential test's view (afbench.execution.sequential): its expected tasks "
-        "and cost to a decision, for a run of at most N tasks (the selection's size)",
-    )
     batches = default("power/batch_tasks")
-    p.add_argument(
-        "--batch-tasks",
-        default=batches,
-        type=setting("power/batch_tasks"),
-        metavar="B",
-        help=f"its batches ({batches})",
+    add(
+        p,
+        pick(
+            "plan-power",
+            "output",
+            "sequential_tasks",
+            "batch_tasks",
+            "usd_per_task",
+            defaulted=("batch_tasks", "usd_per_task"),
+            output={**FILE, "required": False, "help": "also write the plan as JSON"},
+            sequential_tasks={
+                "required": False,
+                "metavar": "N",
+                "help": "also the sequential test's view "
+                "(afbench.execution.sequential): its expected tasks and cost "
+                "to a decision, for a run of at most N tasks (the selection's "
+                "size)",
+            },
+            batch_tasks={"metavar": "B", "help": f"its batches ({batches})"},
+            usd_per_task={
+                "default": float(default("power/usd_per_task")),
+                "metavar": "USD",
+                "help": "what a task's two trials cost, for the expected cost "
+                "(default 400: twice the nominal USD 200)",
+            },
+        ),
     )
-    p.add_argument(
-        "--usd-per-task",
-        default=float(default("power/usd_per_task")),
-        type=setting("power/usd_per_task"),
-        metavar="USD",
-        help="what a task's two trials cost, for the expected cost (default 400: twice the "
-        "nominal USD 200)",
-    )
-
-
-def _sequential(args) -> dict | None:
-    if args.sequential_tasks is None:
-        return None
-    return {
-        "tasks": args.sequential_tasks,
-        "batch_tasks": args.batch_tasks,
-        "usd_per_task": args.usd_per_task,
-    }
 
 
 def power(args):
-    settings = {
-        "difference": args.difference,
-        "tasks": args.tasks,
-        "alpha": args.alpha,
-        "power": args.power,
-        "configurations": args.configurations,
-        "baseline_rate": args.baseline_rate,
-    }
-    imports = _model_imports(args.root, args.models) if args.models else []
-    plan_power(settings, imports, args.output, _sequential(args))
+    plan_power(args, _model_imports(args.root, args.models) if args.models else [])
 
 
 def _ledger_args(p):
@@ -842,26 +849,23 @@ def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
 
 def _preregister_args(p):
     _config_flag(p)
-    p.add_argument(
-        "--selection",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-        help="the comparison's selection artifact (made with this config)",
-    )
-    p.add_argument(
-        "--catalog",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-        help="the selection's task catalog (its tasks are checked against their hash)",
-    )
-    p.add_argument(
-        "--output",
-        required=True,
-        type=types.output_path,
-        metavar="FILE",
-        help="the sealed plan (never replaced by a different one)",
+    add(
+        p,
+        pick(
+            "seal-analysis-plan",
+            "selection",
+            "catalog",
+            "output",
+            selection={
+                **FILE,
+                "help": "the comparison's selection artifact (made with this config)",
+            },
+            catalog={
+                **FILE,
+                "help": "the selection's task catalog (its tasks are checked against their hash)",
+            },
+            output={**FILE, "help": "the sealed plan (never replaced by a different one)"},
+        ),
     )
 
 
@@ -875,23 +879,18 @@ def preregister(args):
 
 
 def _decide_args(p):
-    p.add_argument(
-        "--plan",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-        help="the sealed analysis plan",
-    )
-    p.add_argument(
-        "--receipt",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="a trial receipt of either configuration (repeatable)",
-    )
-    p.add_argument(
-        "--output", type=types.output_path, metavar="FILE", help="also write the decision as JSON"
+    plan = {**FILE, "flag": "--plan", "dest": "plan", "help": "the sealed analysis plan"}
+    add(
+        p,
+        pick(
+            "decide-step",
+            "analysis_plan",
+            "receipt",
+            "output",
+            analysis_plan=plan,
+            receipt={**FILE, "help": "a trial receipt of either configuration (repeatable)"},
+            output={**FILE, "required": False, "help": "also write the decision as JSON"},
+        ),
     )
 
 
@@ -912,9 +911,8 @@ def decide(args):
 
 def _discover_args(p):
     _config_flag(p)
-    p.add_argument(
-        "--checkout", required=True, type=types.input_path, help="a git checkout of upstream"
-    )
+    checkout = {"type": types.input_path, "metavar": None, "help": "a git checkout of upstream"}
+    add(p, pick("discover-release", "checkout", checkout=checkout))
     p.add_argument(
         "--output-dir",
         default=".",
@@ -932,23 +930,31 @@ def discover(args):
 
 
 def _diff_args(p):
-    for flag, which in (("--previous", "the previous"), ("--current", "this")):
-        p.add_argument(
-            flag,
-            required=True,
-            type=types.input_path,
-            metavar="FILE",
-            help=f"{which} release's task digests (snakemake digests: tasks/digests.json)",
-        )
-    p.add_argument(
-        "--catalog", required=True, type=types.input_path, metavar="FILE", help="this release's"
+    digests = "release's task digests (snakemake digests: tasks/digests.json)"
+    add(
+        p,
+        pick(
+            "diff-releases",
+            "previous",
+            "digests",
+            "catalog",
+            previous={**FILE, "help": f"the previous {digests}"},
+            digests={**FILE, "flag": "--current", "dest": "current", "help": f"this {digests}"},
+            catalog={**FILE, "help": "this release's"},
+        ),
     )
-    p.add_argument(
-        "--attempts",
-        default=1,
-        type=types.whole(1),
-        metavar="N",
-        help="trials per rerun task, for the cost (default 1)",
+    add(
+        p,
+        pick(
+            "plan-upgrade",
+            "attempts",
+            attempts={
+                "required": False,
+                "default": 1,
+                "type": types.whole(1),
+                "help": "trials per rerun task, for the cost (default 1)",
+            },
+        ),
     )
     p.add_argument(
         "--output-dir",
@@ -993,11 +999,17 @@ def compare_revisions(args):
 
 def _audit_args(p):
     p.add_argument("directory", type=types.input_tree, metavar="DIR", help="an artifact directory")
-    p.add_argument(
-        "--output",
-        type=types.output_path,
-        metavar="FILE",
-        help="also write the audit's record here (outside DIR)",
+    add(
+        p,
+        pick(
+            "audit-directory",
+            "output",
+            output={
+                **FILE,
+                "required": False,
+                "help": "also write the audit's record here (outside DIR)",
+            },
+        ),
     )
 
 
@@ -1100,6 +1112,7 @@ COMMANDS: dict[str, Command] = {
         "afbench fetch --config config/demo.yaml --release-dir demo-release --all-models",
         _fetch_args,
         fetch,
+        ("fetch-file",),
     ),
     "tasks": Command(
         "export the source-free task catalog, or a selection of it",
@@ -1108,6 +1121,7 @@ COMMANDS: dict[str, Command] = {
         "--limit 2 --output topology-two.json",
         _tasks_args,
         tasks,
+        ("export-catalog", "select-tasks"),
     ),
     "plan": Command(
         "write a Harbor 0.22.0 run plan (argument vectors; never executed)",
@@ -1116,6 +1130,7 @@ COMMANDS: dict[str, Command] = {
         "--output nop-plan.json",
         _plan_args,
         plan,
+        ("write-plan", "select-tasks"),
     ),
     "import-results": Command(
         "import the official per-model results and compare them",
@@ -1123,6 +1138,7 @@ COMMANDS: dict[str, Command] = {
         "--source-condition source-present --budget-usd 200 --output reference.json",
         _import_results_args,
         import_results,
+        ("import-model", "compare-models"),
     ),
     "verdict": Command(
         "check one verifier verdict JSON (reward 1 / 0 / null)",
@@ -1136,6 +1152,7 @@ COMMANDS: dict[str, Command] = {
         "afbench verify --release-dir .cache/autoformbench-af1aa38",
         _verify_args,
         verify,
+        ("verify-file", "verify-release"),
     ),
     "import-run": Command(
         "import a local run: Harbor job folders or verdict folders",
@@ -1143,6 +1160,7 @@ COMMANDS: dict[str, Command] = {
         "--path jobs/job-1 --path jobs/job-2 --output-dir my-run",
         _import_run_args,
         import_run_command,
+        ("import-run",),
     ),
     "report": Command(
         "write the analysis, the figures and the HTML report",
@@ -1150,6 +1168,7 @@ COMMANDS: dict[str, Command] = {
         "--catalog tasks.json --receipt REL/receipt.json --output-dir report",
         _report_args,
         report,
+        ("render-report", "render-figures"),
     ),
     "export": Command(
         "write the artifact directory's tables (CSV, parquet), the leaderboard as a paper "
@@ -1173,6 +1192,7 @@ COMMANDS: dict[str, Command] = {
         "afbench power --difference 0.1 --baseline-rate 0.3 --sequential-tasks 341",
         _power_args,
         power,
+        ("plan-power",),
     ),
     "preregister": Command(
         "seal the analysis plan of a paired comparison before it spends anything",
@@ -1180,12 +1200,14 @@ COMMANDS: dict[str, Command] = {
         "--selection demo-compare.json --output plan.json",
         _preregister_args,
         preregister,
+        ("seal-analysis-plan",),
     ),
     "decide": Command(
         "the sequential test's decision from a sealed plan and the trials run so far",
         "afbench decide --plan analysis-plan.json --receipt a-1.json --receipt b-1.json",
         _decide_args,
         decide,
+        ("decide-step",),
     ),
     "ledger": Command(
         "list the live cost ledger: spent, holds (and whose), overshoots, interrupted trials",
@@ -1209,6 +1231,7 @@ COMMANDS: dict[str, Command] = {
         "afbench audit results/SHA1\nafbench audit results/SHA1 --output audit.json",
         _audit_args,
         audit,
+        ("audit-directory",),
     ),
     "query": Command(
         "run SQL over the results store of every revision (DuckDB); list its tables",
@@ -1224,6 +1247,7 @@ COMMANDS: dict[str, Command] = {
         "afbench discover --checkout /abs/autoformbench --output-dir discovered",
         _discover_args,
         discover,
+        ("discover-release",),
     ),
     "diff": Command(
         "compare two revisions' tasks; the comparable subset and the upgrade plan",
@@ -1231,6 +1255,7 @@ COMMANDS: dict[str, Command] = {
         "--output-dir upgrade",
         _diff_args,
         diff,
+        ("diff-releases", "plan-upgrade"),
     ),
     "compare-revisions": Command(
         "compare results of two revisions on the tasks the diff calls unchanged",
@@ -1242,6 +1267,7 @@ COMMANDS: dict[str, Command] = {
         "afbench compare-revisions --catalog catalog.json --previous a.json --current b.json",
         _compare_revisions_args,
         compare_revisions,
+        ("compare-revisions",),
     ),
 }
 
@@ -1258,5 +1284,6 @@ DEMO: dict[str, Command] = {
         "afbench demo repo --release-files resources/demo-release --out demo-upstream",
         _demo_repo_args,
         demo_repo,
+        ("build-demo-upstream",),
     ),
 }

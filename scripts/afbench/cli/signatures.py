@@ -62,9 +62,13 @@ def name_of(arg: Arg) -> str:
     return arg.dest or arg.flag.lstrip("-").replace("-", "_")
 
 
-def add(parser, args) -> None:
-    """The arguments as argparse flags of `parser`."""
-    groups: dict = {}
+SWITCH = "switch"  # a `type` for the user's door: the flag given alone is true (store_true)
+
+
+def add(parser, args, groups: dict | None = None) -> None:
+    """The arguments as argparse flags of `parser`; `groups`: the mutually exclusive groups
+    already made, by name (the user's door adds its own flags to one)."""
+    groups = {} if groups is None else groups
     for arg in args:
         where = parser
         if arg.group is not None:
@@ -72,6 +76,9 @@ def add(parser, args) -> None:
                 groups[arg.group] = parser.add_mutually_exclusive_group(required=arg.required)
             where = groups[arg.group]
         options = {"type": arg.type, "help": arg.help, "metavar": arg.metavar}
+        if arg.type is SWITCH:
+            where.add_argument(arg.flag, action="store_true", help=arg.help)
+            continue
         if not arg.flag.startswith("-"):
             where.add_argument(arg.flag, nargs="+", **options)
             continue
@@ -96,11 +103,17 @@ def values(verb: str, **given):
     return argparse.Namespace(**{**declared, **given})
 
 
-def pick(verb: str, *names: str, **changed: dict) -> list[Arg]:
+def pick(verb: str, *names: str, defaulted: tuple = (), **changed: dict) -> list[Arg]:
     """The verb's arguments of these names (in this order; none: all of them), each with the
-    fields `changed` names for it replaced (the user's door: a default where the rule always
-    passes one)."""
+    fields `changed` names for it replaced; those `defaulted` names are optional, defaulted as
+    the config schema defaults their setting (the user's door: where the rule always passes
+    one)."""
+    from afbench.core.settings import default
+
     by_name = {name_of(arg): arg for arg in SIGNATURES[verb].args}
+    for name in defaulted:
+        dpath = by_name[name].type.dpath
+        changed[name] = {"required": False, "default": default(dpath), **changed.get(name, {})}
     return [by_name[name]._replace(**changed.get(name, {})) for name in names or by_name]
 
 
@@ -364,7 +377,8 @@ SIGNATURES: dict[str, Verb] = {
         reads("--import", "MODEL_IMPORT", dest="imports", many=True),
         reads("--verified", "VERIFIED_FILE", optional=True, many=True,
               help="refuse imports older than these verified records' pins (repeatable)"),
-        takes("--strict-budget", "import/strict_budget"),
+        takes("--strict-budget", "import/strict_budget",
+              "refuse the comparison if any reported cost exceeds the budget"),
         *PUBLISHED,
         writes("--summary", "SUMMARY"),
         writes("--leaderboard"),
