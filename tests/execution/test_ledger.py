@@ -201,6 +201,11 @@ HOSTILE = {
     "job name a path": (line(job_name="../j1"), "field 'job_name'"),
     "stopped otherwise": (line(stopped="never"), "field 'stopped'"),
     "trials null": (line(trials=None), "field 'trials'"),
+    # a field LEDGER_ENTRY does not declare: a writer of another version, or a hand edit
+    "unknown field": (
+        line(spent_usd=0.0),
+        "field 'spent_usd': a cost-ledger entry has a field the ledger does not declare",
+    ),
 }
 
 

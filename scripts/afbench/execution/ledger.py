@@ -141,6 +141,15 @@ def _entry(line: bytes, file: str, number: int) -> dict:
             )
     for name, value in entry.items():
         check = FIELD_CHECKS.get(name)
+        if check is None and name != "event":
+            raise AfbenchError(
+                "a cost-ledger entry has a field the ledger does not declare",
+                file=file,
+                row=number,
+                field=str(name)[:100],
+                expected=f"only the fields of a {LEDGER_ENTRY.name} (kinds.execution)",
+                found="a field of that name",
+            )
         if check is not None and not check[0](value):
             shown = repr(value) if not isinstance(value, int) else f"{value}"
             raise AfbenchError(
