@@ -218,6 +218,41 @@ def test_the_readme_image_shows_the_report_as_it_is_now(
     )
 
 
+def _pass_at_k_section(html: Path) -> str:
+    """The report's pass@k section (report.page.pass_at_k_section), or "" when it has none."""
+    text = html.read_text()
+    start = text.find('<h3 id="pass-at-k">')
+    if start < 0:
+        return ""
+    return text[start : text.index("</p>", text.index('<p class="note">', start)) + 4]
+
+
+def test_the_user_report_shows_the_runs_pass_at_k_as_the_pipeline_report_does(
+    demo_run, demo_yaml, demo_upstream, tmp_path
+):
+    """`afbench report --run DIR/summary.json` shows the pass@k section the pipeline's report
+    shows, made from the attempts.csv its import wrote beside the summary; a summary whose
+    folder has no attempts.csv shows none (nothing to estimate from)."""
+    html = demo_report_as_the_pipeline_renders_it(demo_run, demo_yaml, demo_upstream, tmp_path)
+    rev = html.parent.parent
+    imports = rev / "imports/source-present/budget-200"
+    runs = [rev / "runs" / name / "summary.json" for name in demo_yaml["runs"]]
+    inputs = ["--summary", imports / "summary.json", "--catalog", rev / "tasks/catalog.json"]
+    inputs += ["--receipt", rev / "release/receipt.json"]
+    for model in sorted(imports.glob("demo-model-*.json")):
+        inputs += ["--import", model]
+    shown = _pass_at_k_section(html)
+    assert "pass@k of the local runs" in shown
+    afbench("report", *inputs, *[f"--run={run}" for run in runs], "--output-dir", tmp_path / "u")
+    assert _pass_at_k_section(tmp_path / "u/index.html") == shown
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    shutil.copy(runs[0], alone / "summary.json")
+    afbench("report", *inputs, f"--run={alone / 'summary.json'}", "--output-dir", tmp_path / "v")
+    assert (tmp_path / "v/index.html").is_file()
+    assert _pass_at_k_section(tmp_path / "v/index.html") == ""
+
+
 def test_the_compared_text_is_what_a_reader_sees_and_no_machine_fact():
     page = (
         "<html><head><title>t</title><style>p {}</style></head><body><p>CR2 &amp;<br>Wilson</p>"

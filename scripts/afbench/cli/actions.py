@@ -260,7 +260,8 @@ def render_report(given) -> None:
     (afbench.execution.sequential.run_step), shown with each run's check against the plan;
     `history`: a history across revisions, from the other revisions' store partitions, the
     comparable subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
-    (afbench.runs.passk), shown beside them, not in the analysis."""
+    (afbench.runs.passk), shown beside them, not in the analysis; None (the user's door): each
+    run's pass@k made here from the attempts.csv in its folder, where there is one."""
     if len(given.task_table) > 1:
         raise AfbenchError("one task table at most", field="--task-table")
     if len(given.comparisons) > 1:
@@ -282,16 +283,19 @@ def render_report(given) -> None:
     )
     run_paths = given.run
     runs = [kinds.RUN_SUMMARY.read(path) for path in run_paths]
-    pass_at_k = [kinds.PASS_AT_K.read(path) for path in given.pass_at_k]
-    for path, record in zip(given.pass_at_k, pass_at_k, strict=True):
-        if record["run"] not in {run["run"] for run in runs}:
-            raise AfbenchError(
-                "the pass@k of a run the report is not given",
-                file=str(path),
-                field="run",
-                expected=" / ".join(run["run"] for run in runs) or "a run given with --run",
-                found=record["run"],
-            )
+    if given.pass_at_k is None:
+        pass_at_k = runs_pass_at_k(run_paths, runs, catalog, given.confidence)
+    else:
+        pass_at_k = [kinds.PASS_AT_K.read(path) for path in given.pass_at_k]
+        for path, record in zip(given.pass_at_k, pass_at_k, strict=True):
+            if record["run"] not in {run["run"] for run in runs}:
+                raise AfbenchError(
+                    "the pass@k of a run the report is not given",
+                    file=str(path),
+                    field="run",
+                    expected=" / ".join(run["run"] for run in runs) or "a run given with --run",
+                    found=record["run"],
+                )
     analysis = analyse(summary, [imp for _, imp in imports], catalog, runs, given.confidence)
     beside = {}
     if given.ledger is not None:
@@ -365,6 +369,20 @@ def render_report(given) -> None:
         ],
         about=analysis,
     )
+
+
+def runs_pass_at_k(run_paths: list[Path], runs: list[dict], catalog: dict, confidence: float):
+    """Each run's pass@k (afbench.runs.passk), as the pipeline's pass-at-k job makes it, from
+    the attempts.csv its import wrote beside its summary; a run without one has none."""
+    from afbench.runs.passk import read_attempt_rows, run_pass_at_k
+
+    records = []
+    for path, summary in zip(run_paths, runs, strict=True):
+        attempts = Path(path).parent / RUN_FILES["attempts"]
+        if attempts.is_file():
+            rows = read_attempt_rows(attempts)
+            records.append(run_pass_at_k(summary, rows, str(attempts), catalog, confidence))
+    return records
 
 
 MAX_PARTITION_BYTES = 1 << 30

@@ -498,7 +498,7 @@ def report(args):
     out = args.output_dir
     shared = {name: getattr(args, name) for name in REPORT_SHARED}
     files = {key: out / name for key, name in REPORT_FILES.items()}
-    render_report(values("render-report", **shared, **files, figure=None))
+    render_report(values("render-report", **shared, **files, figure=None, pass_at_k=None))
 
 
 def _export_args(p):
