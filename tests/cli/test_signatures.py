@@ -94,19 +94,25 @@ def test_the_user_door_takes_the_flags_it_shares_with_a_job_from_the_job():
 
 
 def _spelled_by_the_user_door(command, monkeypatch) -> set[str]:
-    """The flags `command`'s arguments spell in afbench.cli.seed itself (not through a
-    signature): each add_argument call recorded with the file that made it."""
+    """The flags `command`'s arguments spell in afbench.cli.seed itself, not taken from a
+    signature: each argument it declares that no verb's signature gave it (pick marks those
+    with their verb), and each add_argument call made from that file."""
     from afbench.cli import seed
 
     spelled: set[str] = set()
-    original = argparse._ActionsContainer.add_argument
+    original, add = argparse._ActionsContainer.add_argument, seed.add
 
     def recording(self, *flags, **options):
         if sys._getframe(1).f_code.co_filename == seed.__file__:
             spelled.update(flags)
         return original(self, *flags, **options)
 
+    def declared(parser, args, *groups):
+        spelled.update(arg.flag for arg in args if arg.verb is None)
+        return add(parser, args, *groups)
+
     monkeypatch.setattr(argparse._ActionsContainer, "add_argument", recording)
+    monkeypatch.setattr(seed, "add", declared)
     command.arguments(argparse.ArgumentParser())
     monkeypatch.undo()
     return spelled

@@ -28,11 +28,9 @@ from .actions import (
     published_warnings,
     render_report,
 )
-from .signatures import SWITCH, add, pick, values
+from .signatures import SWITCH, add, pick, reads, takes, values, writes
 
-RELEASE = "--release-dir"
 CONDITIONS = ("source-present", "source-free")
-FILE = {"metavar": "FILE"}  # a path flag of the user's door, shown as the file it is
 MAX_VERDICT_BYTES = 16 << 20  # a verdict is a few kilobytes; /dev/zero is refused before this
 
 
@@ -44,34 +42,10 @@ class Command(NamedTuple):
     verbs: tuple = ()  # the job verbs doing what it does: the flags it shares are theirs
 
 
-def _config_flag(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--config",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="config YAML (repeatable; later files merge over earlier; default: the packaged "
-        "official config)",
-    )
-
-
 def _config(args: argparse.Namespace) -> dict:
     from afbench.core.config import load_config
 
     return load_config(args.config)
-
-
-def _selection_flags(p: argparse.ArgumentParser) -> None:
-    """select-tasks' choice of tasks (its --source is --book here)."""
-    book = {"flag": "--book", "dest": "book"}
-    name = {"required": False, "help": "the selection's name (default: the output file's stem)"}
-    add(
-        p,
-        pick(
-            "select-tasks", "source", "task", "limit", *STRATIFIED, "name", source=book, name=name
-        ),
-    )
 
 
 STRATIFIED = ("stratified_tasks", "stratified_seed")
@@ -199,26 +173,7 @@ def _models(args: argparse.Namespace, config: dict) -> list[str]:
     return slugs
 
 
-def _model_flags(p: argparse.ArgumentParser, required: bool) -> None:
-    models = p.add_mutually_exclusive_group(required=required)
-    models.add_argument("--all-models", action="store_true", help="every model with a pin")
-    model = {"many": True, "default": [], "help": "repeatable", "group": "models"}
-    add(p, pick("import-model", "model", model=model), {"models": models})
-
-
 # --- the interface page's five commands ------------------------------------------------------
-def _fetch_args(p):
-    _config_flag(p)
-    p.add_argument(
-        RELEASE,
-        required=True,
-        type=types.output_dir("receipt.json"),
-        metavar="DIR",
-        help="fetch MANIFEST, SOURCES (and models) into DIR and write DIR/receipt.json",
-    )
-    _model_flags(p, required=False)
-
-
 def fetch(args):
     from afbench.core.config import release_files
     from afbench.release.fetch import fetch_release
@@ -242,31 +197,10 @@ def fetch(args):
     return warnings
 
 
-def _tasks_args(p):
-    _config_flag(p)
-    p.add_argument(
-        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
-    )
-    add(p, pick("select-tasks", "output", output=FILE))
-    _selection_flags(p)
-
-
 def tasks(args):
     config = _config(args)
     catalog = _catalog(_release_folder(args.release_dir, config), config)
     write_json(args.output, _select(args, catalog) if _selection_wanted(args) else catalog)
-
-
-def _plan_args(p):
-    _config_flag(p)
-    p.add_argument(
-        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
-    )
-    add(p, pick("write-plan", "repository_dir"))
-    _selection_flags(p)
-    agent = {"required": False, "default": "nop"}
-    agent["help"] = "Harbor agent (default nop) or module.path:ClassName"
-    add(p, pick("write-plan", "agent", "model", "output", agent=agent, output=FILE))
 
 
 def plan(args):
@@ -291,49 +225,6 @@ def plan(args):
         settings["harbor"],
     )
     write_json(args.output, written)
-
-
-def _import_results_args(p):
-    _config_flag(p)
-    p.add_argument(
-        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
-    )
-    _model_flags(p, required=True)
-    condition = {
-        "help": "the condition claimed: must be each file's pinned condition (default: "
-        "source-present, the paper's leaderboard)"
-    }
-    add(
-        p,
-        pick(
-            "import-model",
-            "source_condition",
-            defaulted=("source_condition",),
-            source_condition=condition,
-        ),
-    )
-    p.add_argument(
-        "--budget-usd",
-        type=types.number(0, above=True),
-        metavar="USD",
-        help="must be the release's nominal budget (default: that budget)",
-    )
-    published = {
-        "help": "refuse the comparison if an import differs from what the authors "
-        "published (config: release.published, models.<slug>.published_passes)"
-    }
-    switch = {"type": SWITCH, "required": False}
-    add(
-        p,
-        pick(
-            "compare-models",
-            "strict_budget",
-            "strict_published",
-            strict_budget=switch,
-            strict_published={**switch, **published},
-        ),
-    )
-    add(p, pick("import-model", "output", output=FILE))
 
 
 def import_results(args):
@@ -394,14 +285,6 @@ def import_results(args):
     return published_warnings(summary["published"])
 
 
-def _verdict_args(p):
-    p.add_argument("--path", required=True, type=types.input_path, help="the verdict JSON file")
-    p.add_argument("--task", required=True, type=types.name, help="the task the verdict is for")
-    p.add_argument(
-        "--output", type=types.output_path, help="write the import here (default: standard output)"
-    )
-
-
 def verdict(args):
     from afbench.core.fsutil import path_text, read_regular_file, say, sha256_bytes
     from afbench.runs.verdicts import parse_verdict
@@ -421,21 +304,6 @@ def verdict(args):
 
 
 # --- the other user commands ------------------------------------------------------------------
-def _verify_args(p):
-    _config_flag(p)
-    p.add_argument(
-        RELEASE, required=True, type=types.input_path, metavar="DIR", help="a fetched release"
-    )
-    add(
-        p,
-        pick(
-            "verify-release",
-            "output",
-            output={**FILE, "required": False, "help": "default: DIR/receipt.json"},
-        ),
-    )
-
-
 def verify(args):
     """Re-hash every pinned file of a fetched release folder into its receipt."""
     from afbench.core.config import pinned_files, release_files
@@ -447,18 +315,6 @@ def verify(args):
     paths = {spec.key: args.release_dir / spec.path for spec in pins}
     receipt = build_receipt(config["release"], config["source"], pins, paths, skipped)
     write_json(args.output or args.release_dir / "receipt.json", receipt)
-
-
-def _import_run_args(p):
-    shared = pick("import-run", *IMPORT_RUN_SHARED, budget_usd={"required": False})
-    add(p, shared)
-    p.add_argument(
-        "--output-dir",
-        required=True,
-        type=types.output_dir(*RUN_FILES.values()),
-        metavar="DIR",
-        help="writes summary.json, outcomes.csv and attempts.csv there",
-    )
 
 
 IMPORT_RUN_SHARED = ("selection", "name", "kind", "path", "budget_usd", "task_checksums")
@@ -482,92 +338,11 @@ REPORT_SHARED = ("summary", "imports", "catalog", "receipt", "run", "confidence"
 REPORT_SHARED += ("run_anatomy", "task_table", "comparisons")
 
 
-def _report_args(p):
-    confidence = {"required": False, "default": default("report/confidence")}
-    add(p, pick("render-report", *REPORT_SHARED, confidence=confidence))
-    p.add_argument(
-        "--output-dir",
-        required=True,
-        type=types.output_dir(*REPORT_FILES.values()),
-        metavar="DIR",
-        help="writes index.html, analysis.json and figures/*.svg there",
-    )
-
-
 def report(args):
     out = args.output_dir
     shared = {name: getattr(args, name) for name in REPORT_SHARED}
     files = {key: out / name for key, name in REPORT_FILES.items()}
     render_report(values("render-report", **shared, **files, figure=None, pass_at_k=None))
-
-
-def _export_args(p):
-    p.add_argument(
-        "--root",
-        required=True,
-        type=types.input_tree,
-        metavar="DIR",
-        help="an artifact directory (results/<revision>); artifacts are found by their kind",
-    )
-    p.add_argument(
-        "--format",
-        choices=["csv", "parquet", "markdown", "latex", "eee"],
-        required=True,
-        help="csv/parquet: the tables; markdown/latex: the leaderboard as a paper table of one "
-        "condition and budget; eee: Every Eval Ever 0.3.0 aggregate records",
-    )
-    p.add_argument(
-        "--output-dir",
-        required=True,
-        type=types.output_dir(),
-        metavar="OUT",
-        help="writes OUT/<table>.csv or .parquet",
-    )
-    p.add_argument(
-        "--table",
-        action="append",
-        metavar="NAME",
-        help="a table to write (repeatable; default: every table the folder has): "
-        + ", ".join(TABLES),
-    )
-    p.add_argument(
-        "--ledger",
-        type=types.input_path,
-        metavar="FILE",
-        help="csv/parquet: the live cost ledger of `snakemake execute` "
-        "(results/<revision>/jobs.ledger.jsonl), for the ledger_entries table",
-    )
-    p.add_argument(
-        "--condition",
-        action="append",
-        default=[],
-        choices=CONDITIONS,
-        help="markdown/latex: the source condition of the table (one)",
-    )
-    p.add_argument(
-        "--budget-usd",
-        action="append",
-        default=[],
-        type=types.number(0, above=True),
-        metavar="USD",
-        help="markdown/latex: the budget of the table (one)",
-    )
-    p.add_argument(
-        "--run",
-        action="append",
-        default=[],
-        type=types.name,
-        metavar="NAME",
-        help="eee: also a record per configuration of this local run (repeatable); refused "
-        "when afbench withholds its success rate",
-    )
-    p.add_argument(
-        "--retrieved-at",
-        type=types.whole(0),
-        metavar="EPOCH",
-        help="eee: the records' retrieved_timestamp (Unix seconds; default SOURCE_DATE_EPOCH, "
-        "else now)",
-    )
 
 
 def export(args):
@@ -605,104 +380,8 @@ def export(args):
     )
 
 
-def _power_args(p):
-    question = {"group": "question"}
-    alpha, power = default("power/alpha"), default("power/power")
-    add(
-        p,
-        pick(
-            "plan-power",
-            "difference",
-            "tasks",
-            "alpha",
-            "power",
-            "configurations",
-            defaulted=("alpha", "power", "configurations"),
-            difference={**question, "metavar": "D", "help": "to detect: tasks?"},
-            tasks={**question, "metavar": "N", "help": "have: difference?"},
-            alpha={"help": f"({alpha:g})"},
-            power={"help": f"({power:g})"},
-            configurations={
-                "metavar": "K",
-                "help": "configurations the report will compare "
-                "(Holm over their K(K-1)/2 pairs; default 2)",
-            },
-        ),
-    )
-    basis = p.add_mutually_exclusive_group(required=True)
-    basis.add_argument(
-        "--models",
-        nargs=2,
-        type=types.name,
-        metavar=("A", "B"),
-        help="two imported models: their observed discordance (needs --root)",
-    )
-    rate = {
-        "group": "basis",
-        "metavar": "P",
-        "help": "the weaker model's success rate (successes taken as independent)",
-    }
-    add(p, pick("plan-power", "baseline_rate", baseline_rate=rate), {"basis": basis})
-    p.add_argument(
-        "--root",
-        type=types.input_tree,
-        metavar="DIR",
-        help="an artifact folder (results/<revision>) holding the two models' imports",
-    )
-    batches = default("power/batch_tasks")
-    add(
-        p,
-        pick(
-            "plan-power",
-            "output",
-            "sequential_tasks",
-            "batch_tasks",
-            "usd_per_task",
-            defaulted=("batch_tasks", "usd_per_task"),
-            output={**FILE, "required": False, "help": "also write the plan as JSON"},
-            sequential_tasks={
-                "required": False,
-                "metavar": "N",
-                "help": "also the sequential test's view "
-                "(afbench.execution.sequential): its expected tasks and cost "
-                "to a decision, for a run of at most N tasks (the selection's "
-                "size)",
-            },
-            batch_tasks={"metavar": "B", "help": f"its batches ({batches})"},
-            usd_per_task={
-                "default": float(default("power/usd_per_task")),
-                "metavar": "USD",
-                "help": "what a task's two trials cost, for the expected cost "
-                "(default 400: twice the nominal USD 200)",
-            },
-        ),
-    )
-
-
 def power(args):
     plan_power(args, _model_imports(args.root, args.models) if args.models else [])
-
-
-def _ledger_args(p):
-    p.add_argument(
-        "--ledger",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-        help="the live cost ledger of `snakemake execute` (results/<revision>/jobs.ledger.jsonl)",
-    )
-    p.add_argument(
-        "--release-dead",
-        action="store_true",
-        help="close the holds of controllers that are gone (their lock free, their pid or "
-        "SLURM job gone): released if Harbor never started, held at the cap if it did",
-    )
-    p.add_argument(
-        "--follow",
-        action="store_true",
-        help="the live view of `afbench watch` instead, until the run ends (with its flags)",
-    )
-    _watch_view_flags(p, receipts_required=False)
 
 
 def ledger_command(args):
@@ -731,58 +410,6 @@ def ledger_command(args):
         )
     for line in summary_lines(args.ledger, close_dead=args.release_dead):
         print(printable(line, 4000))
-
-
-def _watch_view_flags(p, *, receipts_required: bool) -> None:
-    p.add_argument(
-        "--receipts",
-        required=receipts_required,
-        type=types.input_path,
-        metavar="DIR",
-        help="the trial receipts' folder (results/<revision>/execute)",
-    )
-    p.add_argument(
-        "--plan",
-        action="append",
-        default=[],
-        type=types.input_path,
-        metavar="FILE",
-        help="a sealed run plan (results/<revision>/execute/run-plans/<selection>/<label>.json): "
-        "its configuration's trials, to count those left (repeatable)",
-    )
-    p.add_argument(
-        "--steps",
-        type=types.input_path,
-        metavar="DIR",
-        help="the sealed comparison's steps (results/<revision>/execute/sequential)",
-    )
-    p.add_argument(
-        "--max-cost-usd",
-        type=types.number(),
-        metavar="USD",
-        help="the run's ceiling (default: the sealed run plans')",
-    )
-    view = p.add_mutually_exclusive_group()
-    view.add_argument("--once", action="store_true", help="one snapshot, then end")
-    view.add_argument("--json", action="store_true", help="one snapshot as one JSON record")
-    p.add_argument(
-        "--interval-s",
-        default=2.0,
-        type=types.number(above=True),
-        metavar="S",
-        help="how often the files are read again (default 2)",
-    )
-
-
-def _watch_args(p):
-    p.add_argument(
-        "--ledger",
-        required=True,
-        type=types.input_path,
-        metavar="FILE",
-        help="the live cost ledger of `snakemake execute` (results/<revision>/jobs.ledger.jsonl)",
-    )
-    _watch_view_flags(p, receipts_required=True)
 
 
 def watch_command(args):
@@ -847,28 +474,6 @@ def _model_imports(root: Path | None, models: list[str]) -> list[dict]:
     return [found[model][0][1] for model in models]
 
 
-def _preregister_args(p):
-    _config_flag(p)
-    add(
-        p,
-        pick(
-            "seal-analysis-plan",
-            "selection",
-            "catalog",
-            "output",
-            selection={
-                **FILE,
-                "help": "the comparison's selection artifact (made with this config)",
-            },
-            catalog={
-                **FILE,
-                "help": "the selection's task catalog (its tasks are checked against their hash)",
-            },
-            output={**FILE, "help": "the sealed plan (never replaced by a different one)"},
-        ),
-    )
-
-
 def preregister(args):
     from afbench.plans.preregister import line, plan_facts, seal_into
     from afbench.tasks.catalog import read_selection
@@ -876,22 +481,6 @@ def preregister(args):
     selection, _ = read_selection(args.selection, args.catalog)
     plan = seal_into(plan_facts(_config(args), selection), selection, args.output)
     print(line(plan))
-
-
-def _decide_args(p):
-    plan = {**FILE, "flag": "--plan", "dest": "plan", "help": "the sealed analysis plan"}
-    add(
-        p,
-        pick(
-            "decide-step",
-            "analysis_plan",
-            "receipt",
-            "output",
-            analysis_plan=plan,
-            receipt={**FILE, "help": "a trial receipt of either configuration (repeatable)"},
-            output={**FILE, "required": False, "help": "also write the decision as JSON"},
-        ),
-    )
 
 
 def decide(args):
@@ -909,59 +498,10 @@ def decide(args):
     print(line(decided))
 
 
-def _discover_args(p):
-    _config_flag(p)
-    checkout = {"type": types.input_path, "metavar": None, "help": "a git checkout of upstream"}
-    add(p, pick("discover-release", "checkout", checkout=checkout))
-    p.add_argument(
-        "--output-dir",
-        default=".",
-        type=types.output_dir("discovery.json", "discovered.yaml"),
-        metavar="DIR",
-        help="writes discovery.json and discovered.yaml there (default: .)",
-    )
-
-
 def discover(args):
     out = args.output_dir
     return discover_into(
         _config(args), args.checkout, out / "discovery.json", out / "discovered.yaml"
-    )
-
-
-def _diff_args(p):
-    digests = "release's task digests (snakemake digests: tasks/digests.json)"
-    add(
-        p,
-        pick(
-            "diff-releases",
-            "previous",
-            "digests",
-            "catalog",
-            previous={**FILE, "help": f"the previous {digests}"},
-            digests={**FILE, "flag": "--current", "dest": "current", "help": f"this {digests}"},
-            catalog={**FILE, "help": "this release's"},
-        ),
-    )
-    add(
-        p,
-        pick(
-            "plan-upgrade",
-            "attempts",
-            attempts={
-                "required": False,
-                "default": 1,
-                "type": types.whole(1),
-                "help": "trials per rerun task, for the cost (default 1)",
-            },
-        ),
-    )
-    p.add_argument(
-        "--output-dir",
-        required=True,
-        type=types.output_dir("diff.json", "comparable.json", "plan.json"),
-        metavar="DIR",
-        help="writes diff.json, comparable.json (the unchanged tasks' selection) and plan.json",
     )
 
 
@@ -982,12 +522,6 @@ def diff(args):
     return _flag_lines(diff)
 
 
-def _compare_revisions_args(p):
-    confidence = {"required": False, "default": default("report/confidence")}
-    output = {"required": False, "help": "writes the JSON"}
-    add(p, pick("compare-revisions", confidence=confidence, output=output))
-
-
 def compare_revisions(args):
     from afbench.upgrade.crossrev import comparison_line
 
@@ -995,22 +529,6 @@ def compare_revisions(args):
 
     for row in compare(args)["comparisons"]:
         print(comparison_line(row))
-
-
-def _audit_args(p):
-    p.add_argument("directory", type=types.input_tree, metavar="DIR", help="an artifact directory")
-    add(
-        p,
-        pick(
-            "audit-directory",
-            "output",
-            output={
-                **FILE,
-                "required": False,
-                "help": "also write the audit's record here (outside DIR)",
-            },
-        ),
-    )
 
 
 def audit(args):
@@ -1028,31 +546,6 @@ def _store_root(text: str):
     if root is None:
         return None
     return root if root.startswith("s3://") else types.input_tree(root)
-
-
-def _query_args(p):
-    p.add_argument("sql", nargs="?", metavar="SQL", help="the query; each store table is a view")
-    p.add_argument(
-        "--store",
-        type=_store_root,
-        metavar="DIR|URL",
-        help="the results store: a folder, or s3://bucket/prefix (the endpoint and keys from "
-        "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL, _ACCESS_KEY and _SECRET_KEY, as Snakemake's S3 "
-        "storage reads them, else AWS_ENDPOINT_URL and AWS's own chain); default: store/ in "
-        "the current folder, where `snakemake store` puts a project's store with store.root "
-        "and results_dir left at their defaults",
-    )
-    p.add_argument(
-        "--tables",
-        action="store_true",
-        help="list the tables with their columns, types and meaning (no store needed)",
-    )
-    p.add_argument(
-        "--format",
-        choices=["table", "csv", "json"],
-        default="table",
-        help="aligned text (the default), CSV, or JSON (a list of objects)",
-    )
 
 
 def query(args):
@@ -1073,27 +566,10 @@ def query(args):
     sys.stdout.write(render(columns, rows, args.format))
 
 
-def _demo_generate_args(p):
-    p.add_argument("--out", required=True, type=types.output_dir(), help="output folder")
-    p.add_argument(
-        "--upgrade-out",
-        type=types.output_dir(),
-        metavar="DIR",
-        help="also write the files the release's second revision changes there",
-    )
-
-
 def demo_generate(args):
     from afbench.release.demo import write_release
 
     write_release(args.out, args.upgrade_out)
-
-
-def _demo_repo_args(p):
-    release = {"required": False, "default": "resources/demo-release", "metavar": None}
-    release["help"] = "the demo release files to commit (default: resources/demo-release)"
-    add(p, pick("build-demo-upstream", "release_files", "upgrade_files", release_files=release))
-    p.add_argument("--out", required=True, type=types.output_dir(), help="the repository's folder")
 
 
 def demo_repo(args):
@@ -1103,6 +579,281 @@ def demo_repo(args):
     commit = build_repository(args.release_files, args.out, args.upgrade_files)
     print(commit, file=sys.stdout)
     say(f"demo repository: commit {commit}", [args.out])
+
+
+# --- every command's flags, declared as a job's are (cli.signatures) -------------------------
+# A flag a command shares with its job verbs (Command.verbs) is theirs, taken with pick (its
+# default or help changed where the user's door says it otherwise); the rest are its own. Each
+# `_<command>_args` adds them to the command's parser: only the command asked for is built.
+# The declarations are a table, one flag a line (its help on the next when long).
+# fmt: off
+FILE = {"metavar": "FILE"}  # a path flag of the user's door, shown as the file it is
+CONFIG = reads("--config", help="config YAML (repeatable; later files merge over earlier; "
+               "default: the packaged official config)", optional=True, many=True, metavar="FILE")
+RELEASE = reads("--release-dir", help="a fetched release", metavar="DIR")
+LEDGER = reads("--ledger", metavar="FILE", help="the live cost ledger of `snakemake execute` "
+               "(results/<revision>/jobs.ledger.jsonl)")
+OUT = {"type": types.output_dir(), "metavar": "OUT"}
+IMPORT_RUN_SHARED = ("selection", "name", "kind", "path", "budget_usd", "task_checksums")
+# the report's options are render-report's, its confidence defaulted as the config's
+REPORT_SHARED = ("summary", "imports", "catalog", "receipt", "run", "confidence", "anatomy",
+                 "run_anatomy", "task_table", "comparisons")
+
+
+def _model_choice(required: bool) -> list:
+    return [
+        takes("--all-models", SWITCH, "every model with a pin", optional=not required,
+              group="models"),
+        *pick("import-model", "model",
+              model={"many": True, "default": [], "help": "repeatable", "group": "models"}),
+    ]
+
+
+def _selection() -> list:
+    """select-tasks' choice of tasks (its --source is --book here)."""
+    return pick("select-tasks", "source", "task", "limit", *STRATIFIED, "name",
+                source={"flag": "--book", "dest": "book"},
+                name={"required": False, "help": "the selection's name (default: the output "
+                      "file's stem)"})
+
+
+def _fetch_args(p):
+    add(p, [CONFIG, writes("--release-dir", type=types.output_dir("receipt.json"), metavar="DIR",
+                           help="fetch MANIFEST, SOURCES (and models) into DIR and write "
+                           "DIR/receipt.json"),
+            *_model_choice(required=False)])
+
+
+def _tasks_args(p):
+    add(p, [CONFIG, RELEASE, *pick("select-tasks", "output", output=FILE), *_selection()])
+
+
+def _plan_args(p):
+    agent = {"required": False, "default": "nop",
+             "help": "Harbor agent (default nop) or module.path:ClassName"}
+    add(p, [CONFIG, RELEASE, *pick("write-plan", "repository_dir"), *_selection(),
+            *pick("write-plan", "agent", "model", "output", agent=agent, output=FILE)])
+
+
+def _import_results_args(p):
+    switch = {"type": SWITCH, "required": False}
+    add(p, [
+        CONFIG, RELEASE, *_model_choice(required=True),
+        *pick("import-model", "source_condition", defaulted=("source_condition",),
+              source_condition={"help": "the condition claimed: must be each file's pinned "
+                                "condition (default: source-present, the paper's leaderboard)"}),
+        takes("--budget-usd", types.number(0, above=True), optional=True, metavar="USD",
+              help="must be the release's nominal budget (default: that budget)"),
+        *pick("compare-models", "strict_budget", "strict_published", strict_budget=switch,
+              strict_published={**switch, "help": "refuse the comparison if an import differs "
+                                "from what the authors published (config: release.published, "
+                                "models.<slug>.published_passes)"}),
+        *pick("import-model", "output", output=FILE),
+    ])
+
+
+def _verdict_args(p):
+    add(p, [
+        reads("--path", help="the verdict JSON file", metavar="PATH"),
+        takes("--task", types.name, "the task the verdict is for", metavar="TASK"),
+        writes("--output", help="write the import here (default: standard output)",
+               optional=True, metavar="OUTPUT"),
+    ])
+
+
+def _verify_args(p):
+    add(p, [CONFIG, RELEASE, *pick("verify-release", "output", output={
+        **FILE, "required": False, "help": "default: DIR/receipt.json"})])
+
+
+def _import_run_args(p):
+    add(p, [*pick("import-run", *IMPORT_RUN_SHARED, budget_usd={"required": False}),
+            writes("--output-dir", type=types.output_dir(*RUN_FILES.values()), metavar="DIR",
+                   help="writes summary.json, outcomes.csv and attempts.csv there")])
+
+
+def _report_args(p):
+    add(p, [*pick("render-report", *REPORT_SHARED, defaulted=("confidence",)),
+            writes("--output-dir", type=types.output_dir(*REPORT_FILES.values()), metavar="DIR",
+                   help="writes index.html, analysis.json and figures/*.svg there")])
+
+
+def _export_args(p):
+    add(p, [
+        reads("--root", type=types.input_tree, metavar="DIR", help="an artifact directory "
+              "(results/<revision>); artifacts are found by their kind"),
+        takes("--format", ("csv", "parquet", "markdown", "latex", "eee"),
+              "csv/parquet: the tables; markdown/latex: the leaderboard as a paper table of one "
+              "condition and budget; eee: Every Eval Ever 0.3.0 aggregate records"),
+        writes("--output-dir", **OUT, help="writes OUT/<table>.csv or .parquet"),
+        takes("--table", None, "a table to write (repeatable; default: every table the folder "
+              "has): " + ", ".join(TABLES), optional=True, many=True, default=None,
+              metavar="NAME"),
+        reads("--ledger", optional=True, metavar="FILE", help="csv/parquet: the live cost "
+              "ledger of `snakemake execute` (results/<revision>/jobs.ledger.jsonl), for the "
+              "ledger_entries table"),
+        takes("--condition", CONDITIONS, "markdown/latex: the source condition of the table "
+              "(one)", optional=True, many=True),
+        takes("--budget-usd", types.number(0, above=True), "markdown/latex: the budget of the "
+              "table (one)", optional=True, many=True, metavar="USD"),
+        takes("--run", types.name, "eee: also a record per configuration of this local run "
+              "(repeatable); refused when afbench withholds its success rate", optional=True,
+              many=True, metavar="NAME"),
+        takes("--retrieved-at", types.whole(0), "eee: the records' retrieved_timestamp (Unix "
+              "seconds; default SOURCE_DATE_EPOCH, else now)", optional=True, metavar="EPOCH"),
+    ])
+
+
+def _power_args(p):
+    alpha, power, batches = (default(f"power/{k}") for k in ("alpha", "power", "batch_tasks"))
+    add(p, [
+        *pick("plan-power", "difference", "tasks", "alpha", "power", "configurations",
+              defaulted=("alpha", "power", "configurations"),
+              difference={"group": "question", "metavar": "D", "help": "to detect: tasks?"},
+              tasks={"group": "question", "metavar": "N", "help": "have: difference?"},
+              alpha={"help": f"({alpha:g})"}, power={"help": f"({power:g})"},
+              configurations={"metavar": "K", "help": "configurations the report will compare "
+                              "(Holm over their K(K-1)/2 pairs; default 2)"}),
+        takes("--models", types.name, "two imported models: their observed discordance (needs "
+              "--root)", metavar=("A", "B"), group="basis"),
+        *pick("plan-power", "baseline_rate", baseline_rate={
+            "group": "basis", "metavar": "P",
+            "help": "the weaker model's success rate (successes taken as independent)"}),
+        reads("--root", type=types.input_tree, optional=True, metavar="DIR",
+              help="an artifact folder (results/<revision>) holding the two models' imports"),
+        *pick("plan-power", "output", "sequential_tasks", "batch_tasks", "usd_per_task",
+              defaulted=("batch_tasks", "usd_per_task"),
+              output={**FILE, "required": False, "help": "also write the plan as JSON"},
+              sequential_tasks={"required": False, "metavar": "N", "help": "also the sequential "
+                                "test's view (afbench.execution.sequential): its expected tasks "
+                                "and cost to a decision, for a run of at most N tasks (the "
+                                "selection's size)"},
+              batch_tasks={"metavar": "B", "help": f"its batches ({batches})"},
+              usd_per_task={"default": float(default("power/usd_per_task")), "metavar": "USD",
+                            "help": "what a task's two trials cost, for the expected cost "
+                            "(default 400: twice the nominal USD 200)"}),
+    ])
+
+
+def _watch_view(*, receipts_required: bool) -> list:
+    return [
+        reads("--receipts", optional=not receipts_required, metavar="DIR",
+              help="the trial receipts' folder (results/<revision>/execute)"),
+        reads("--plan", optional=True, many=True, metavar="FILE", help="a sealed run plan "
+              "(results/<revision>/execute/run-plans/<selection>/<label>.json): its "
+              "configuration's trials, to count those left (repeatable)"),
+        reads("--steps", optional=True, metavar="DIR",
+              help="the sealed comparison's steps (results/<revision>/execute/sequential)"),
+        takes("--max-cost-usd", types.number(), "the run's ceiling (default: the sealed run "
+              "plans')", optional=True, metavar="USD"),
+        takes("--once", SWITCH, "one snapshot, then end", optional=True, group="view"),
+        takes("--json", SWITCH, "one snapshot as one JSON record", optional=True, group="view"),
+        takes("--interval-s", types.number(above=True), "how often the files are read again "
+              "(default 2)", optional=True, default=2.0, metavar="S"),
+    ]
+
+
+def _ledger_args(p):
+    add(p, [
+        LEDGER,
+        takes("--release-dead", SWITCH, "close the holds of controllers that are gone (their "
+              "lock free, their pid or SLURM job gone): released if Harbor never started, held "
+              "at the cap if it did"),
+        takes("--follow", SWITCH, "the live view of `afbench watch` instead, until the run ends "
+              "(with its flags)"),
+        *_watch_view(receipts_required=False),
+    ])
+
+
+def _watch_args(p):
+    add(p, [LEDGER, *_watch_view(receipts_required=True)])
+
+
+def _preregister_args(p):
+    add(p, [CONFIG, *pick(
+        "seal-analysis-plan", "selection", "catalog", "output",
+        selection={**FILE, "help": "the comparison's selection artifact (made with this config)"},
+        catalog={**FILE, "help": "the selection's task catalog (its tasks are checked against "
+                 "their hash)"},
+        output={**FILE, "help": "the sealed plan (never replaced by a different one)"})])
+
+
+def _decide_args(p):
+    plan = {**FILE, "flag": "--plan", "dest": "plan", "help": "the sealed analysis plan"}
+    add(p, pick(
+        "decide-step", "analysis_plan", "receipt", "output", analysis_plan=plan,
+        receipt={**FILE, "help": "a trial receipt of either configuration (repeatable)"},
+        output={**FILE, "required": False, "help": "also write the decision as JSON"}))
+
+
+def _discover_args(p):
+    add(p, [
+        CONFIG,
+        *pick("discover-release", "checkout", checkout={
+            "type": types.input_path, "metavar": None, "help": "a git checkout of upstream"}),
+        writes("--output-dir", type=types.output_dir("discovery.json", "discovered.yaml"),
+               optional=True, default=".", metavar="DIR",
+               help="writes discovery.json and discovered.yaml there (default: .)"),
+    ])
+
+
+def _diff_args(p):
+    digests = "release's task digests (snakemake digests: tasks/digests.json)"
+    add(p, [
+        *pick("diff-releases", "previous", "digests", "catalog",
+              previous={**FILE, "help": f"the previous {digests}"},
+              digests={**FILE, "flag": "--current", "dest": "current", "help": f"this {digests}"},
+              catalog={**FILE, "help": "this release's"}),
+        *pick("plan-upgrade", "attempts", attempts={
+            "required": False, "default": 1, "type": types.whole(1),
+            "help": "trials per rerun task, for the cost (default 1)"}),
+        writes("--output-dir", type=types.output_dir("diff.json", "comparable.json", "plan.json"),
+               metavar="DIR", help="writes diff.json, comparable.json (the unchanged tasks' "
+               "selection) and plan.json"),
+    ])
+
+
+def _compare_revisions_args(p):
+    add(p, pick("compare-revisions", defaulted=("confidence",),
+                output={"required": False, "help": "writes the JSON"}))
+
+
+def _audit_args(p):
+    add(p, [
+        reads("directory", type=types.input_tree, metavar="DIR", help="an artifact directory"),
+        *pick("audit-directory", "output", output={
+            **FILE, "required": False, "help": "also write the audit's record here (outside DIR)"}),
+    ])
+
+
+def _query_args(p):
+    add(p, [
+        takes("sql", None, "the query; each store table is a view", optional=True, metavar="SQL"),
+        takes("--store", _store_root, optional=True, metavar="DIR|URL", help="the results "
+              "store: a folder, or s3://bucket/prefix (the endpoint and keys from "
+              "SNAKEMAKE_STORAGE_S3_ENDPOINT_URL, _ACCESS_KEY and _SECRET_KEY, as Snakemake's S3 "
+              "storage reads them, else AWS_ENDPOINT_URL and AWS's own chain); default: store/ in "
+              "the current folder, where `snakemake store` puts a project's store with store.root "
+              "and results_dir left at their defaults"),
+        takes("--tables", SWITCH, "list the tables with their columns, types and meaning (no "
+              "store needed)"),
+        takes("--format", ("table", "csv", "json"), "aligned text (the default), CSV, or JSON (a "
+              "list of objects)", optional=True, default="table"),
+    ])
+
+
+def _demo_generate_args(p):
+    add(p, [writes("--out", **OUT, help="output folder"),
+            writes("--upgrade-out", type=types.output_dir(), optional=True, metavar="DIR",
+                   help="also write the files the release's second revision changes there")])
+
+
+def _demo_repo_args(p):
+    release = {"required": False, "default": "resources/demo-release", "metavar": None,
+               "help": "the demo release files to commit (default: resources/demo-release)"}
+    add(p, [*pick("build-demo-upstream", "release_files", "upgrade_files", release_files=release),
+            writes("--out", **OUT, help="the repository's folder")])
+# fmt: on
 
 
 COMMANDS: dict[str, Command] = {

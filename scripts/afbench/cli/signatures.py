@@ -24,7 +24,9 @@ from . import types
 
 # a namedtuple from collections, not typing.NamedTuple: importing typing costs every job's
 # start-up ~10 ms CPU
-Arg = namedtuple("Arg", "flag role kind type required many default help metavar dest group")
+# `verb`: the verb whose signature the user's door took it from (pick), else None
+Arg = namedtuple("Arg", "flag role kind type required many default help metavar dest group verb",
+                 defaults=(None,))  # fmt: skip
 Verb = namedtuple("Verb", "summary args")
 NATURAL = ...  # no default given: [] for a repeatable flag, else None
 
@@ -45,15 +47,17 @@ def reads(flag, kind=None, help=None, *, optional=False, many=False, type=types.
 
 
 def writes(flag, kind=None, help=None, *, optional=False, many=False, type=types.output_path,
-           metavar=None, dest=None):  # fmt: skip
+           metavar=None, dest=None, default=NATURAL):  # fmt: skip
     """A file (or folder) the verb writes."""
     metavar = metavar or kind or "FILE"
-    return _arg(flag, "writes", kind, type, help, optional, many, NATURAL, metavar, dest, None)
+    return _arg(flag, "writes", kind, type, help, optional, many, default, metavar, dest, None)
 
 
 def takes(flag, type, help=None, *, optional=False, many=False, default=NATURAL, metavar=None,
           dest=None, group=None):  # fmt: skip
-    """A typed setting: `type` a converter, or the dpath of the config setting it carries."""
+    """A typed setting: `type` a converter, or the dpath of the config setting it carries; in
+    the user's door also SWITCH, or a tuple of the values it may take (argparse's choices). A
+    tuple `metavar` names each of that many values."""
     return _arg(flag, "takes", None, type, help, optional, many, default, metavar, dest, group)
 
 
@@ -62,7 +66,7 @@ def name_of(arg: Arg) -> str:
     return arg.dest or arg.flag.lstrip("-").replace("-", "_")
 
 
-SWITCH = "switch"  # a `type` for the user's door: the flag given alone is true (store_true)
+SWITCH = bool  # a `type` for the user's door: the flag given alone is true (store_true)
 
 
 def add(parser, args, groups: dict | None = None) -> None:
@@ -79,8 +83,13 @@ def add(parser, args, groups: dict | None = None) -> None:
         if arg.type is SWITCH:
             where.add_argument(arg.flag, action="store_true", help=arg.help)
             continue
+        if isinstance(arg.type, tuple):
+            options.update(type=None, choices=arg.type)
+        if isinstance(arg.metavar, tuple):
+            options["nargs"] = len(arg.metavar)
         if not arg.flag.startswith("-"):
-            where.add_argument(arg.flag, nargs="+", **options)
+            nargs = "+" if arg.many else None if arg.required else "?"
+            where.add_argument(arg.flag, nargs=nargs, **options)
             continue
         if arg.dest:
             options["dest"] = arg.dest
@@ -114,7 +123,7 @@ def pick(verb: str, *names: str, defaulted: tuple = (), **changed: dict) -> list
     for name in defaulted:
         dpath = by_name[name].type.dpath
         changed[name] = {"required": False, "default": default(dpath), **changed.get(name, {})}
-    return [by_name[name]._replace(**changed.get(name, {})) for name in names or by_name]
+    return [by_name[n]._replace(**changed.get(n, {}), verb=verb) for n in names or by_name]
 
 
 SOURCES = {"reads": "input", "writes": "output", "takes": "params"}
