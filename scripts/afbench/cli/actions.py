@@ -212,25 +212,19 @@ def _figures_asked(asked: dict[str, Path], analysis: dict) -> None:
         )
 
 
-def render_figures(
-    summary_path: Path,
-    import_paths: list[Path],
-    catalog_path: Path,
-    receipt_path: Path,
-    confidence: float,
-    figure_paths: dict[str, Path],
-    anatomy_path: Path | None = None,
-) -> None:
+def render_figures(given) -> None:
     """The report's figures, from the models' numbers alone (local runs are not drawn), so
-    only a change of those numbers redraws them."""
+    only a change of those numbers redraws them. `given`: render-figures' values by the names
+    its signature declares; each --figure's stem names the figure it is."""
     from afbench.report.analysis import analyse
     from afbench.report.figures import make_figures
 
     summary, catalog, _, imports = _report_inputs(
-        summary_path, import_paths, catalog_path, receipt_path
+        given.summary, given.imports, given.catalog, given.receipt
     )
-    analysis = analyse(summary, [imp for _, imp in imports], catalog, [], confidence)
-    beside = beyond_the_leaderboard(imports, [], anatomy_path, [], None)
+    figure_paths = {path.stem: path for path in given.figure}
+    analysis = analyse(summary, [imp for _, imp in imports], catalog, [], given.confidence)
+    beside = beyond_the_leaderboard(imports, [], given.anatomy, [], None)
     analysis = kinds.ANALYSIS.record(**kinds.ANALYSIS.body(analysis), **beside)
     _figures_asked(figure_paths, analysis)
     figures = make_figures(analysis)

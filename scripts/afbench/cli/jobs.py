@@ -13,7 +13,7 @@ from collections import namedtuple
 from collections.abc import Callable, Iterator
 
 from . import types
-from .signatures import SIGNATURES, add
+from .signatures import RELEASE_DATES, RELEASE_KEYS, SIGNATURES, add
 
 # A job imports what its own run needs when it runs: its start-up (argument parsing, --help)
 # loads no file helpers, readers or libraries (bench/run.py prints each job's start-up beside
@@ -38,7 +38,7 @@ discover_into = _later(".actions", "discover_into")
 executed_job_folders = _later(".actions", "executed_job_folders")
 import_run = _later(".actions", "import_run")
 plan_power = _later(".actions", "plan_power")
-render_figures = _later(".actions", "render_figures")
+render_figures = _later(".actions", "render_figures")  # it takes the parsed values
 render_report = _later(".actions", "render_report")  # render-report: it takes the parsed values
 verified_entries = _later(".actions", "verified_entries")
 
@@ -97,17 +97,10 @@ def _source_settings(args: argparse.Namespace, **transport: object) -> dict:
 
 def fetch_file(args):
     from afbench.core.config import ReleaseFile
+    from afbench.core.settings import TRANSPORT_SETTINGS
     from afbench.release.fetch import fetch_file, make_source
 
-    source = _source_settings(
-        args,
-        connect_timeout_s=args.connect_timeout_s,
-        read_timeout_s=args.read_timeout_s,
-        total_timeout_s=args.total_timeout_s,
-        retries=args.retries,
-        backoff_factor=args.backoff_factor,
-        max_bytes=args.max_bytes,
-    )
+    source = _source_settings(args, **{key: getattr(args, key) for key in TRANSPORT_SETTINGS})
     reader = make_source(source, args.repository, args.revision)
     try:
         fetch_file(reader, ReleaseFile("file", "file", args.file, args.sha256), args.output)
@@ -120,24 +113,9 @@ def write_release_identity(args):
 
     from ..kinds import RELEASE_IDENTITY
 
-    release = {
-        "name": args.name,
-        "repository": args.repository,
-        "revision": args.revision,
-        "synthetic": args.synthetic,
-        "lean": args.lean,
-        "mathlib": args.mathlib,
-        "harbor": args.harbor,
-        "nominal_budget_usd": args.nominal_budget_usd,
-        "license": args.license,
-        "dates": {
-            "release_page": args.release_page,
-            "manuscript_cover": args.manuscript_cover,
-            "software_citation": args.software_citation,
-            "first_public_release": args.first_public_release,
-        },
-        "images": args.image,
-    }
+    release = {key: getattr(args, key) for key in RELEASE_KEYS}
+    release["dates"] = {key: getattr(args, key) for key in RELEASE_DATES}
+    release["images"] = args.image
     write_json(args.output, RELEASE_IDENTITY.record(release=identity(release)))
 
 
@@ -559,18 +537,6 @@ def decide_step(args):
 
 
 # --- stage 6: the report and the artifact manifest ------------------------------------------
-def render_figures_job(args):
-    render_figures(
-        args.summary,
-        args.imports,
-        args.catalog,
-        args.receipt,
-        args.confidence,
-        {path.stem: path for path in args.figure},
-        args.anatomy,
-    )
-
-
 def write_artifact_manifest(args):
     from afbench.audit.manifest import build_manifest
 

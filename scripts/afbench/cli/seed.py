@@ -856,71 +856,49 @@ def _demo_repo_args(p):
 # fmt: on
 
 
+# fmt: off
 COMMANDS: dict[str, Command] = {
     "fetch": Command(
         "fetch release files and verify every byte against its SHA-256 pin",
         "afbench fetch --release-dir .cache/autoformbench-af1aa38 --all-models\n"
         "afbench fetch --config config/demo.yaml --release-dir demo-release --all-models",
-        _fetch_args,
-        fetch,
-        ("fetch-file",),
-    ),
+        _fetch_args, fetch, ("fetch-file",)),
     "tasks": Command(
         "export the source-free task catalog, or a selection of it",
         "afbench tasks --release-dir .cache/autoformbench-af1aa38 --output tasks.json\n"
         "afbench tasks --release-dir .cache/autoformbench-af1aa38 --book algebraic_topology_i "
         "--limit 2 --output topology-two.json",
-        _tasks_args,
-        tasks,
-        ("export-catalog", "select-tasks"),
-    ),
+        _tasks_args, tasks, ("export-catalog", "select-tasks")),
     "plan": Command(
         "write a Harbor 0.22.0 run plan (argument vectors; never executed)",
         "afbench plan --release-dir .cache/autoformbench-af1aa38 --repository-dir "
         "/absolute/path/to/autoformbench --task alg_top_theorem107 --agent nop "
         "--output nop-plan.json",
-        _plan_args,
-        plan,
-        ("write-plan", "select-tasks"),
-    ),
+        _plan_args, plan, ("write-plan", "select-tasks")),
     "import-results": Command(
         "import the official per-model results and compare them",
         "afbench import-results --release-dir .cache/autoformbench-af1aa38 --all-models "
         "--source-condition source-present --budget-usd 200 --output reference.json",
-        _import_results_args,
-        import_results,
-        ("import-model", "compare-models"),
-    ),
+        _import_results_args, import_results, ("import-model", "compare-models")),
     "verdict": Command(
         "check one verifier verdict JSON (reward 1 / 0 / null)",
         "afbench verdict --path /absolute/path/to/verdict.json --task alg_top_theorem107 "
         "--output verdict-import.json",
-        _verdict_args,
-        verdict,
-    ),
+        _verdict_args, verdict),
     "verify": Command(
         "re-hash a fetched release folder against the config's pins into its receipt",
         "afbench verify --release-dir .cache/autoformbench-af1aa38",
-        _verify_args,
-        verify,
-        ("verify-file", "verify-release"),
-    ),
+        _verify_args, verify, ("verify-file", "verify-release")),
     "import-run": Command(
         "import a local run: Harbor job folders or verdict folders",
         "afbench import-run --selection two.json --name my-run --kind harbor "
         "--path jobs/job-1 --path jobs/job-2 --output-dir my-run",
-        _import_run_args,
-        import_run_command,
-        ("import-run",),
-    ),
+        _import_run_args, import_run_command, ("import-run",)),
     "report": Command(
         "write the analysis, the figures and the HTML report",
         "afbench report --summary summary.json --import a.json --import b.json "
         "--catalog tasks.json --receipt REL/receipt.json --output-dir report",
-        _report_args,
-        report,
-        ("render-report", "render-figures"),
-    ),
+        _report_args, report, ("render-report", "render-figures")),
     "export": Command(
         "write the artifact directory's tables (CSV, parquet), the leaderboard as a paper "
         "table (Markdown, LaTeX) or Every Eval Ever records",
@@ -930,9 +908,7 @@ COMMANDS: dict[str, Command] = {
         "afbench export --root results/SHA1 --format latex --condition source-present "
         "--output-dir paper\n"
         "afbench export --root results/SHA1 --format eee --run my-run --output-dir eee",
-        _export_args,
-        export,
-    ),
+        _export_args, export),
     "power": Command(
         "plan a run: the tasks a paired comparison needs, or the difference it can detect",
         "afbench power --difference 0.1 --alpha 0.05 --power 0.8 --baseline-rate 0.5\n"
@@ -941,32 +917,21 @@ COMMANDS: dict[str, Command] = {
         "afbench power --difference 0.1 --configurations 9 --models demo-model-c demo-model-d "
         "--root results/REV\n"
         "afbench power --difference 0.1 --baseline-rate 0.3 --sequential-tasks 341",
-        _power_args,
-        power,
-        ("plan-power",),
-    ),
+        _power_args, power, ("plan-power",)),
     "preregister": Command(
         "seal the analysis plan of a paired comparison before it spends anything",
         "afbench preregister --config config/demo.yaml --config config/compare-demo.yaml "
         "--selection demo-compare.json --output plan.json",
-        _preregister_args,
-        preregister,
-        ("seal-analysis-plan",),
-    ),
+        _preregister_args, preregister, ("seal-analysis-plan",)),
     "decide": Command(
         "the sequential test's decision from a sealed plan and the trials run so far",
         "afbench decide --plan analysis-plan.json --receipt a-1.json --receipt b-1.json",
-        _decide_args,
-        decide,
-        ("decide-step",),
-    ),
+        _decide_args, decide, ("decide-step",)),
     "ledger": Command(
         "list the live cost ledger: spent, holds (and whose), overshoots, interrupted trials",
         "afbench ledger --ledger results/REV/jobs.ledger.jsonl\n"
         "afbench ledger --ledger results/REV/jobs.ledger.jsonl --release-dead",
-        _ledger_args,
-        ledger_command,
-    ),
+        _ledger_args, ledger_command),
     "watch": Command(
         "the live view of a running `snakemake execute`: each configuration's trials, "
         "outcomes, rate and money, until the run ends",
@@ -974,40 +939,27 @@ COMMANDS: dict[str, Command] = {
         "afbench watch --ledger results/REV/jobs.ledger.jsonl --receipts results/REV/execute "
         "--plan results/REV/execute/run-plans/SEL/LABEL.json --once\n"
         "afbench ledger --ledger results/REV/jobs.ledger.jsonl --follow",
-        _watch_args,
-        watch_command,
-    ),
+        _watch_args, watch_command),
     "audit": Command(
         "check that every artifact of a results directory agrees with what it came from",
         "afbench audit results/SHA1\nafbench audit results/SHA1 --output audit.json",
-        _audit_args,
-        audit,
-        ("audit-directory",),
-    ),
+        _audit_args, audit, ("audit-directory",)),
     "query": Command(
         "run SQL over the results store of every revision (DuckDB); list its tables",
         'afbench query "SELECT revision, count(*) FROM run_outcomes GROUP BY 1"\n'
         'afbench query --store store --format csv "SELECT * FROM leaderboard"\n'
         'afbench query --store s3://bucket/prefix "SELECT * FROM receipts"\n'
         "afbench query --tables",
-        _query_args,
-        query,
-    ),
+        _query_args, query),
     "discover": Command(
         "read pins, paths and columns from an upstream checkout; write a fragment to review",
         "afbench discover --checkout /abs/autoformbench --output-dir discovered",
-        _discover_args,
-        discover,
-        ("discover-release",),
-    ),
+        _discover_args, discover, ("discover-release",)),
     "diff": Command(
         "compare two revisions' tasks; the comparable subset and the upgrade plan",
         "afbench diff --previous old/digests.json --current digests.json --catalog catalog.json "
         "--output-dir upgrade",
-        _diff_args,
-        diff,
-        ("diff-releases", "plan-upgrade"),
-    ),
+        _diff_args, diff, ("diff-releases", "plan-upgrade")),
     "compare-revisions": Command(
         "compare results of two revisions on the tasks the diff calls unchanged",
         "afbench compare-revisions --comparable comparable.json --previous old/model-c.json "
@@ -1016,10 +968,7 @@ COMMANDS: dict[str, Command] = {
         "--outcomes old/outcomes.csv --current new/summary.json --outcomes new/outcomes.csv "
         "--current-configuration 'oracle 0.22.0 | docker' --output comparisons.json\n"
         "afbench compare-revisions --catalog catalog.json --previous a.json --current b.json",
-        _compare_revisions_args,
-        compare_revisions,
-        ("compare-revisions",),
-    ),
+        _compare_revisions_args, compare_revisions, ("compare-revisions",)),
 }
 
 DEMO: dict[str, Command] = {
@@ -1027,14 +976,10 @@ DEMO: dict[str, Command] = {
         "generate the synthetic demo release's files",
         "afbench demo generate --out resources/demo-release "
         "--upgrade-out resources/demo-release-upgrade",
-        _demo_generate_args,
-        demo_generate,
-    ),
+        _demo_generate_args, demo_generate),
     "repo": Command(
         "build the demo release's git repository (a reproducible commit)",
         "afbench demo repo --release-files resources/demo-release --out demo-upstream",
-        _demo_repo_args,
-        demo_repo,
-        ("build-demo-upstream",),
-    ),
+        _demo_repo_args, demo_repo, ("build-demo-upstream",)),
 }
+# fmt: on
