@@ -76,14 +76,11 @@ def _columns() -> int:
         return 80
 
 
-def _parser(prog: str, summary: str, example: str | None = None) -> argparse.ArgumentParser:
-    return Parser(
-        prog=prog,
-        description=summary,
-        epilog=("examples:\n  " + example.replace("\n", "\n  ")) if example else None,
-        formatter_class=Formatter,
-        allow_abbrev=False,
-    )
+def _described(summary: str, example: str | None = None) -> dict:
+    """A parser's (or a subparser's) description, examples and form."""
+    epilog = ("examples:\n  " + example.replace("\n", "\n  ")) if example else None
+    return {"description": summary, "epilog": epilog, "formatter_class": Formatter,
+            "allow_abbrev": False}  # fmt: skip
 
 
 def build_parser(only: list[str] | None = None) -> argparse.ArgumentParser:
@@ -113,19 +110,13 @@ def _built(only: tuple[str, ...] | None) -> argparse.ArgumentParser:
     else:
         from .seed import COMMANDS, DEMO
 
-    parser = _parser("afbench", DESCRIPTION, "afbench fetch --release-dir .cache/af --all-models")
+    example = "afbench fetch --release-dir .cache/af --all-models"
+    parser = Parser(prog="afbench", **_described(DESCRIPTION, example))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     def add(group, name: str, command, *words: str) -> None:
-        example = getattr(command, "example", None)
-        p = group.add_parser(
-            name,
-            help=command.summary,
-            description=command.summary,
-            epilog=("examples:\n  " + example.replace("\n", "\n  ")) if example else None,
-            formatter_class=Formatter,
-            allow_abbrev=False,
-        )
+        described = _described(command.summary, getattr(command, "example", None))
+        p = group.add_parser(name, help=command.summary, **described)
         p.set_defaults(handler=guarded(command.run))
         if wanted(*words):
             command.arguments(p)
