@@ -232,7 +232,8 @@ def test_the_user_report_shows_the_runs_pass_at_k_as_the_pipeline_report_does(
 ):
     """`afbench report --run DIR/summary.json` shows the pass@k section the pipeline's report
     shows, made from the attempts.csv its import wrote beside the summary; a summary whose
-    folder has no attempts.csv shows none (nothing to estimate from)."""
+    folder has no attempts.csv shows none (nothing to estimate from), and one whose attempts
+    the pass-at-k job would refuse shows none and says why."""
     html = demo_report_as_the_pipeline_renders_it(demo_run, demo_yaml, demo_upstream, tmp_path)
     rev = html.parent.parent
     imports = rev / "imports/source-present/budget-200"
@@ -243,7 +244,8 @@ def test_the_user_report_shows_the_runs_pass_at_k_as_the_pipeline_report_does(
         inputs += ["--import", model]
     shown = _pass_at_k_section(html)
     assert "pass@k of the local runs" in shown
-    afbench("report", *inputs, *[f"--run={run}" for run in runs], "--output-dir", tmp_path / "u")
+    run_flags = [f"--run={run}" for run in runs]
+    assert afbench("report", *inputs, *run_flags, "--output-dir", tmp_path / "u") == []
     assert _pass_at_k_section(tmp_path / "u/index.html") == shown
     alone = tmp_path / "alone"
     alone.mkdir()
@@ -251,6 +253,13 @@ def test_the_user_report_shows_the_runs_pass_at_k_as_the_pipeline_report_does(
     afbench("report", *inputs, f"--run={alone / 'summary.json'}", "--output-dir", tmp_path / "v")
     assert (tmp_path / "v/index.html").is_file()
     assert _pass_at_k_section(tmp_path / "v/index.html") == ""
+    attempts = (runs[0].parent / "attempts.csv").read_text()
+    (alone / "attempts.csv").write_text(attempts.replace("demo_s01_t001", "not_in_the_catalog"))
+    run = f"--run={alone / 'summary.json'}"
+    [warning] = afbench("report", *inputs, run, "--output-dir", tmp_path / "w")
+    assert warning.startswith(f"run '{json.loads(runs[0].read_text())['run']}' is shown without")
+    assert "field 'task_id': a task that is not in the catalog" in warning
+    assert _pass_at_k_section(tmp_path / "w/index.html") == ""
 
 
 def test_the_compared_text_is_what_a_reader_sees_and_no_machine_fact():

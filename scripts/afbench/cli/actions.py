@@ -244,7 +244,7 @@ def _read_figure(path: Path) -> str:
         raise AfbenchError(f"figure is not UTF-8 (byte {exc.start})", file=str(path)) from None
 
 
-def render_report(given) -> None:
+def render_report(given) -> list[str]:
     """The analysis and the HTML report, written together, the HTML embedding each figure.
     `given`: render-report's values by the names its signature declares (cli.signatures: the
     job's parsed flags, or the user's door's `values("render-report", ...)`). `figure`: the
@@ -255,7 +255,8 @@ def render_report(given) -> None:
     `history`: a history across revisions, from the other revisions' store partitions, the
     comparable subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
     (afbench.runs.passk), shown beside them, not in the analysis; None (the user's door): each
-    run's pass@k made here from the attempts.csv in its folder, where there is one."""
+    run's pass@k made here from the attempts.csv in its folder, where there is one (a run whose
+    pass@k cannot be made is shown without it, and said: the returned warnings)."""
     if len(given.task_table) > 1:
         raise AfbenchError("one task table at most", field="--task-table")
     if len(given.comparisons) > 1:
@@ -277,8 +278,9 @@ def render_report(given) -> None:
     )
     run_paths = given.run
     runs = [kinds.RUN_SUMMARY.read(path) for path in run_paths]
+    warnings: list[str] = []
     if given.pass_at_k is None:
-        pass_at_k = runs_pass_at_k(run_paths, runs, catalog, given.confidence)
+        pass_at_k, warnings = runs_pass_at_k(run_paths, runs, catalog, given.confidence)
     else:
         pass_at_k = [kinds.PASS_AT_K.read(path) for path in given.pass_at_k]
         for path, record in zip(given.pass_at_k, pass_at_k, strict=True):
@@ -363,20 +365,29 @@ def render_report(given) -> None:
         ],
         about=analysis,
     )
+    return warnings
 
 
-def runs_pass_at_k(run_paths: list[Path], runs: list[dict], catalog: dict, confidence: float):
+def runs_pass_at_k(
+    run_paths: list[Path], runs: list[dict], catalog: dict, confidence: float
+) -> tuple[list[dict], list[str]]:
     """Each run's pass@k (afbench.runs.passk), as the pipeline's pass-at-k job makes it, from
-    the attempts.csv its import wrote beside its summary; a run without one has none."""
+    the attempts.csv its import wrote beside its summary; a run without one has none, and one
+    whose attempts the job would refuse (of another catalog's tasks) has none and a warning
+    saying why."""
     from afbench.runs.passk import read_attempt_rows, run_pass_at_k
 
-    records = []
+    records, warnings = [], []
     for path, summary in zip(run_paths, runs, strict=True):
         attempts = Path(path).parent / RUN_FILES["attempts"]
-        if attempts.is_file():
+        if not attempts.is_file():
+            continue
+        try:
             rows = read_attempt_rows(attempts)
             records.append(run_pass_at_k(summary, rows, str(attempts), catalog, confidence))
-    return records
+        except AfbenchError as refused:
+            warnings.append(f"run '{summary['run']}' is shown without its pass@k: {refused}")
+    return records, warnings
 
 
 MAX_PARTITION_BYTES = 1 << 30

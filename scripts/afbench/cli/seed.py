@@ -342,7 +342,7 @@ def report(args):
     out = args.output_dir
     shared = {name: getattr(args, name) for name in REPORT_SHARED}
     files = {key: out / name for key, name in REPORT_FILES.items()}
-    render_report(values("render-report", **shared, **files, figure=None, pass_at_k=None))
+    return render_report(values("render-report", **shared, **files, figure=None, pass_at_k=None))
 
 
 def export(args):
