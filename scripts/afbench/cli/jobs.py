@@ -78,6 +78,19 @@ def _mapping(pairs: list[tuple[str, str]], kind: str, flag: str) -> dict[str, st
     return mapping
 
 
+def _read(args: argparse.Namespace, name: str):
+    """The input `name` of the job read through the kind its verb's signature declares for it
+    (a list of records for a repeatable flag; None for an optional one not given): a handler
+    does not name the kind again."""
+    from afbench import kinds
+
+    from .signatures import name_of
+
+    [arg] = [arg for arg in SIGNATURES[args.job].args if name_of(arg) == name]
+    read, value = getattr(kinds, arg.kind).read, getattr(args, name)
+    return [read(path) for path in value] if arg.many else None if value is None else read(value)
+
+
 # --- stage 1: the release ---------------------------------------------------------------------
 def build_demo_upstream(args):
     from afbench.core.fsutil import say
@@ -122,9 +135,7 @@ def write_release_identity(args):
 def verify_file(args):
     from afbench.release.fetch import verify_file
 
-    from ..kinds import RELEASE_IDENTITY
-
-    release = RELEASE_IDENTITY.read(args.identity)["release"]
+    release = _read(args, "identity")["release"]
     source = _source_settings(args)
     write_json(args.output, verify_file(release, source, args.pin, args.file))
 
@@ -132,10 +143,7 @@ def verify_file(args):
 def verify_release(args):
     from afbench.release.fetch import combine_receipt
 
-    from ..kinds import VERIFIED_FILE
-
-    records = [VERIFIED_FILE.read(path) for path in args.entry]
-    write_json(args.output, combine_receipt(records, args.skip))
+    write_json(args.output, combine_receipt(_read(args, "entry"), args.skip))
 
 
 def discover_release(args):
@@ -201,9 +209,7 @@ def select_tasks(args):
     from afbench.core.errors import AfbenchError
     from afbench.tasks.catalog import freeze, select_tasks
 
-    from ..kinds import CATALOG, SELECTION, TASK_DIGESTS
-
-    catalog = CATALOG.read(args.catalog)
+    catalog = _read(args, "catalog")
     selection = select_tasks(
         catalog, args.name, args.task, args.source, args.limit, types.stratified(args)
     )
@@ -213,8 +219,8 @@ def select_tasks(args):
                 "a frozen selection records its members' digests: give --digests",
                 field="--digests",
             )
-        earlier = SELECTION.read(args.earlier) if args.earlier else None
-        selection = freeze(selection, TASK_DIGESTS.read(args.digests), earlier)
+        earlier = _read(args, "earlier")
+        selection = freeze(selection, _read(args, "digests"), earlier)
     elif args.digests or args.earlier:
         raise AfbenchError(
             "--digests and --earlier are for a frozen selection",
@@ -242,9 +248,7 @@ def _export_folder(tasks_dir: str | None) -> Iterator[str]:
 def digest_tasks(args):
     from afbench.tasks.catalog import content_digests
 
-    from ..kinds import CATALOG
-
-    catalog = CATALOG.read(args.catalog)
+    catalog = _read(args, "catalog")
     with _export_folder(args.tasks_dir) as tasks_dir:
         digests = content_digests(catalog, args.repository_dir, tasks_dir)
     write_json(args.output, digests)
@@ -288,10 +292,7 @@ def _flag_lines(diff: dict) -> list[str]:
 def plan_upgrade(args):
     from afbench.upgrade.diff import upgrade_plan
 
-    from ..kinds import CATALOG, UPGRADE_DIFF
-
-    diff = UPGRADE_DIFF.read(args.diff)
-    release = CATALOG.read(args.catalog)["release"]
+    diff, release = _read(args, "diff"), _read(args, "catalog")["release"]
     write_json(args.output, upgrade_plan(diff, release, args.attempts, args.trial_cap_usd))
 
 
@@ -365,9 +366,7 @@ def import_model(args):
     from afbench.imports.official import ModelSpec, import_model
     from afbench.release.identity import read_entry
 
-    from ..kinds import CATALOG
-
-    catalog = CATALOG.read(args.catalog)
+    catalog = _read(args, "catalog")
     entries, _ = verified_entries([args.verified])
     imported = import_model(
         catalog,
@@ -464,9 +463,7 @@ def import_executed(args):
 
 # --- the run planner (opt-in) --------------------------------------------------------------
 def plan_power_job(args):
-    from ..kinds import MODEL_IMPORT
-
-    plan_power(args, [MODEL_IMPORT.read(path) for path in args.imports])
+    plan_power(args, _read(args, "imports"))
 
 
 # --- the sealed analysis plan (opt-in) -----------------------------------------------------------
@@ -564,30 +561,21 @@ def store_results(args):
 def analyse_failures(args):
     from afbench.task_analysis.anatomy import official_anatomy
 
-    from ..kinds import MODEL_IMPORT
-
-    imports = [MODEL_IMPORT.read(path) for path in args.imports]
-    write_json(args.output, official_anatomy(imports, args.near_miss_share))
+    write_json(args.output, official_anatomy(_read(args, "imports"), args.near_miss_share))
 
 
 def analyse_run_failures(args):
     from afbench.task_analysis.anatomy import local_anatomy, read_outcome_rows
 
-    from ..kinds import RUN_SUMMARY
-
-    summary = RUN_SUMMARY.read(args.summary)
-    rows = read_outcome_rows(args.outcomes)
+    summary, rows = _read(args, "summary"), read_outcome_rows(args.outcomes)
     write_json(args.output, local_anatomy(summary, rows, str(args.outcomes)))
 
 
 def pass_at_k(args):
     from afbench.runs.passk import read_attempt_rows, run_pass_at_k
 
-    from ..kinds import CATALOG, RUN_SUMMARY
-
-    summary = RUN_SUMMARY.read(args.summary)
-    rows = read_attempt_rows(args.attempts)
-    catalog = CATALOG.read(args.catalog)
+    summary, rows = _read(args, "summary"), read_attempt_rows(args.attempts)
+    catalog = _read(args, "catalog")
     write_json(
         args.output, run_pass_at_k(summary, rows, str(args.attempts), catalog, args.confidence)
     )
@@ -598,15 +586,12 @@ def analyse_tasks(args):
     from afbench.core.fsutil import json_output, sha256_bytes, write_outputs
     from afbench.task_analysis.items import discriminative_selection, task_table
 
-    from ..kinds import CATALOG, MODEL_IMPORT
-
     if (args.selection is None) != (args.selection_name is None):
         raise AfbenchError(
             "a derived selection needs both its name and its file",
             field="--selection-name" if args.selection_name is None else "--selection",
         )
-    catalog = CATALOG.read(args.catalog)
-    imports = [MODEL_IMPORT.read(path) for path in args.imports]
+    catalog, imports = _read(args, "catalog"), _read(args, "imports")
     table = task_table(
         imports, catalog, args.shuffles, args.seed, args.alpha, args.min_discrimination
     )
@@ -705,9 +690,7 @@ run_trial.takes_its_own_turn = True
 def checksum_tasks(args):
     from afbench.runs.conformance import exported_checksums
 
-    from ..kinds import SELECTION
-
-    selection = SELECTION.read(args.selection)
+    selection = _read(args, "selection")
     with _export_folder(args.tasks_dir) as tasks_dir:
         checksums = exported_checksums(
             selection, args.repository_dir, tasks_dir, args.repository_name
