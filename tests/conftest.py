@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
 import functools
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -829,6 +831,55 @@ EXAMPLES_60 = settings(
 
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
+
+
+def run_afbench(
+    *argv: object,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    process: bool = False,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    """`afbench ARGV`: its exit status, standard output and standard error (text), run in the
+    folder `cwd` with the variables `env` added to the environment.
+
+    By default in this process, through the entry point's own `main` (cli.main, which the
+    script and `python -m afbench` call): what a test of a command's output, its files or its
+    refusal checks, without an interpreter start and the package's imports for each command.
+    The working folder and the environment are put back afterwards. With process=True the
+    installed script runs in a process of its own, for what only a process shows: the real
+    entry point's exit status, no traceback on standard error, signals, what it reads from the
+    environment at start-up (the encoding of its streams). `timeout` guards a process against
+    a hang; it is no speed check."""
+    args = [str(a) for a in argv]
+    if process:
+        return subprocess.run(
+            [AFBENCH, *args],
+            cwd=cwd,
+            env={**os.environ, **env} if env else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    from afbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here, before = os.getcwd(), {name: os.environ.get(name) for name in env or {}}
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    finally:
+        os.chdir(here)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return subprocess.CompletedProcess(["afbench", *args], code, out.getvalue(), err.getvalue())
 
 
 def one_line(err: str) -> str:

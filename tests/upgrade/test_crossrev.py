@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 from itertools import product
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from afbench.upgrade.crossrev import (
 )
 from afbench.upgrade.diff import diff_releases
 
-from conftest import declared
+from conftest import declared, run_afbench
 
 SOURCES = {"s1": 8, "s2": 7, "s3": 6, "s4": 6, "s5": 5, "s6": 4}
 REV1, REV2 = "1" * 40, "2" * 40
@@ -504,9 +503,8 @@ def test_local_runs_of_each_revision_compare_on_the_subset(world, tmp_path):
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("afbench")), *argv], capture_output=True, text=True
-    )
+    """`afbench ARGV` in this process (run_afbench): these tests check what it wrote and said."""
+    return run_afbench(*argv)
 
 
 def test_afbench_compare_revisions_writes_the_artifact_and_refuses_a_missing_subset(
