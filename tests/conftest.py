@@ -578,7 +578,10 @@ def demo_project(tmp_path_factory) -> Path:
     return root
 
 
+@functools.cache
 def demo_revision() -> str:
+    """The demo's pinned revision, read from config/demo.yaml once a process (no test changes
+    the checkout's own file; a test that edits a config edits its copy)."""
     return yaml.safe_load((REPO / "config/demo.yaml").read_text())["release"]["revision"]
 
 
