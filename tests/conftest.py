@@ -618,9 +618,13 @@ def beyond_the_leaderboard(catalog: Path, imports: Path, each: list[str]) -> lis
     return ["--anatomy", str(anatomy), "--task-table", str(table)]
 
 
-def run_all(cfg: dict) -> Path:
+def run_all(cfg: dict, *, until: str = "manifest") -> Path:
     """The pipeline's chain through the CLI in this process, laid out as the workflow lays it
-    out: fetch, catalog, one import per pinned model, comparison, report, artifact manifest."""
+    out: fetch, catalog, one import per pinned model, comparison, the analyses beyond the
+    leaderboard, report, artifact manifest. `until` stops it earlier, for a test that reads
+    only what the first steps write: "comparison" (summary.json, leaderboard.csv), "analyses"
+    (the failure anatomy and the task table too; a test that renders its own report)."""
+    assert until in ("comparison", "analyses", "manifest"), until
     rev, rel = revision_dir(cfg), release_dir(cfg)
     fetch_release(cfg)
     catalog, receipt = rev / "tasks/catalog.json", rel / "receipt.json"
@@ -651,7 +655,11 @@ def run_all(cfg: dict) -> Path:
         f"--summary={imports / 'summary.json'}",
         f"--leaderboard={imports / 'leaderboard.csv'}",
     )
+    if until == "comparison":
+        return rev
     beyond = beyond_the_leaderboard(catalog, imports, each)
+    if until == "analyses":
+        return rev
     afbench(
         "report",
         "--summary",
