@@ -13,7 +13,6 @@ from itertools import product
 from pathlib import Path
 
 import pytest
-from scipy import stats as scipy_stats
 from test_stats import cr2_by_matrices
 
 from afbench.cli.actions import import_run
@@ -232,6 +231,8 @@ def _by_hand(before: dict, after: dict, task_ids: list[str], source: dict[str, s
     """Every number of one comparison from the two imports' per-task records: counts, each
     side's rate, current - previous, the exact McNemar p (scipy's binomial test), the sign-flip
     p (every sign pattern counted), and the CR2 interval with its df (the matrix formulas)."""
+    from scipy import stats as scipy_stats  # here: the package never imports scipy
+
     old = {r["task_id"]: r["success"] for r in before["records"]}
     new = {r["task_id"]: r["success"] for r in after["records"]}
     pairs = [(old[t], new[t]) for t in task_ids]
