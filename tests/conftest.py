@@ -430,6 +430,19 @@ class Release(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class ReleaseServer(ThreadingHTTPServer):
+    """The release's server. A request it fails to answer (a client that hung up mid-drip, as
+    the timeout tests make it) is told on the process's own standard error, never on
+    sys.stderr: its handler thread may outlive the test, and an afbench command that a later
+    test runs in this process (run_afbench) has sys.stderr redirected to read its refusal."""
+
+    def handle_error(self, request, client_address) -> None:
+        import traceback
+
+        print(f"the test server failed to answer {client_address}:", file=sys.__stderr__)
+        traceback.print_exc(file=sys.__stderr__)
+
+
 @pytest.fixture
 def http_release(release_files):
     """A real HTTP server on 127.0.0.1 serving the release at a fixed revision."""
@@ -445,7 +458,7 @@ def http_release(release_files):
             "requests": [],
         },
     )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ReleaseServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
