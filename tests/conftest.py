@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fcntl
 import functools
 import gzip
 import hashlib
+import io
 import json
 import os
 import re
@@ -428,6 +430,19 @@ class Release(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+class ReleaseServer(ThreadingHTTPServer):
+    """The release's server. A request it fails to answer (a client that hung up mid-drip, as
+    the timeout tests make it) is told on the process's own standard error, never on
+    sys.stderr: its handler thread may outlive the test, and an afbench command that a later
+    test runs in this process (run_afbench) has sys.stderr redirected to read its refusal."""
+
+    def handle_error(self, request, client_address) -> None:
+        import traceback
+
+        print(f"the test server failed to answer {client_address}:", file=sys.__stderr__)
+        traceback.print_exc(file=sys.__stderr__)
+
+
 @pytest.fixture
 def http_release(release_files):
     """A real HTTP server on 127.0.0.1 serving the release at a fixed revision."""
@@ -443,7 +458,7 @@ def http_release(release_files):
             "requests": [],
         },
     )
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server = ReleaseServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
     )
@@ -576,7 +591,10 @@ def demo_project(tmp_path_factory) -> Path:
     return root
 
 
+@functools.cache
 def demo_revision() -> str:
+    """The demo's pinned revision, read from config/demo.yaml once a process (no test changes
+    the checkout's own file; a test that edits a config edits its copy)."""
     return yaml.safe_load((REPO / "config/demo.yaml").read_text())["release"]["revision"]
 
 
@@ -613,9 +631,13 @@ def beyond_the_leaderboard(catalog: Path, imports: Path, each: list[str]) -> lis
     return ["--anatomy", str(anatomy), "--task-table", str(table)]
 
 
-def run_all(cfg: dict) -> Path:
+def run_all(cfg: dict, *, until: str = "manifest") -> Path:
     """The pipeline's chain through the CLI in this process, laid out as the workflow lays it
-    out: fetch, catalog, one import per pinned model, comparison, report, artifact manifest."""
+    out: fetch, catalog, one import per pinned model, comparison, the analyses beyond the
+    leaderboard, report, artifact manifest. `until` stops it earlier, for a test that reads
+    only what the first steps write: "comparison" (summary.json, leaderboard.csv), "analyses"
+    (the failure anatomy and the task table too; a test that renders its own report)."""
+    assert until in ("comparison", "analyses", "manifest"), until
     rev, rel = revision_dir(cfg), release_dir(cfg)
     fetch_release(cfg)
     catalog, receipt = rev / "tasks/catalog.json", rel / "receipt.json"
@@ -646,7 +668,11 @@ def run_all(cfg: dict) -> Path:
         f"--summary={imports / 'summary.json'}",
         f"--leaderboard={imports / 'leaderboard.csv'}",
     )
+    if until == "comparison":
+        return rev
     beyond = beyond_the_leaderboard(catalog, imports, each)
+    if until == "analyses":
+        return rev
     afbench(
         "report",
         "--summary",
@@ -829,6 +855,55 @@ EXAMPLES_60 = settings(
 
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
+
+
+def run_afbench(
+    *argv: object,
+    cwd: Path | str | None = None,
+    env: dict[str, str] | None = None,
+    process: bool = False,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess:
+    """`afbench ARGV`: its exit status, standard output and standard error (text), run in the
+    folder `cwd` with the variables `env` added to the environment.
+
+    By default in this process, through the entry point's own `main` (cli.main, which the
+    script and `python -m afbench` call): what a test of a command's output, its files or its
+    refusal checks, without an interpreter start and the package's imports for each command.
+    The working folder and the environment are put back afterwards. With process=True the
+    installed script runs in a process of its own, for what only a process shows: the real
+    entry point's exit status, no traceback on standard error, signals, what it reads from the
+    environment at start-up (the encoding of its streams). `timeout` guards a process against
+    a hang; it is no speed check."""
+    args = [str(a) for a in argv]
+    if process:
+        return subprocess.run(
+            [AFBENCH, *args],
+            cwd=cwd,
+            env={**os.environ, **env} if env else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    from afbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    here, before = os.getcwd(), {name: os.environ.get(name) for name in env or {}}
+    try:
+        os.environ.update(env or {})
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(args)
+    finally:
+        os.chdir(here)
+        for name, value in before.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return subprocess.CompletedProcess(["afbench", *args], code, out.getvalue(), err.getvalue())
 
 
 def one_line(err: str) -> str:

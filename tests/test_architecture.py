@@ -5,6 +5,7 @@ verb the guide says, and the package keeps the layering the guide draws."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -160,6 +161,13 @@ def _layers() -> dict[str, tuple[str, set[str]]]:
     return out
 
 
+@functools.cache
+def _parsed(source: str) -> ast.Module:
+    """A module's syntax tree, parsed once a process for each text (the layering tests each
+    read every module; a tree is only walked, never changed)."""
+    return ast.parse(source)
+
+
 def _imports(name: str, paths: list[Path], root: Path = PACKAGE) -> set[str]:
     """The package modules `name` imports anywhere in its source (inside functions too), by
     the same dotted names as _modules."""
@@ -167,7 +175,7 @@ def _imports(name: str, paths: list[Path], root: Path = PACKAGE) -> set[str]:
     out = set()
     for path in paths:
         package = list(path.relative_to(root).with_suffix("").parts)[:-1]
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(_parsed(path.read_text())):
             targets: list[list[str]] = []
             if isinstance(node, ast.ImportFrom):
                 if node.level:
@@ -351,7 +359,7 @@ def test_the_report_analysis_and_the_sealed_settings_are_read_by_their_declared_
     KeyError, or with `.get` a silent None, on some path no test takes."""
     found = []
     for path in sorted(PACKAGE.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_parsed(path.read_text(encoding="utf-8"))):
             keyed = (
                 isinstance(node, ast.Subscript)
                 and isinstance(node.value, ast.Name)

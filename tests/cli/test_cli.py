@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import os
 import signal
@@ -29,23 +27,23 @@ from conftest import (
     one_line,
     release_dir,
     revision_dir,
+    run_afbench,
     wait_until,
 )
 
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
 
 
-def cli(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([AFBENCH, *args], cwd=cwd, capture_output=True, text=True, timeout=120)
+def cli(*args: str, cwd: Path = REPO, process: bool = False) -> subprocess.CompletedProcess:
+    """`afbench ARGS` run from the repository (run_afbench): through the script's own `main` in
+    this process, or with process=True the installed script (the subprocess door is checked
+    below, by test_python_dash_m_afbench_is_the_command_line and the tests of signals and of
+    the streams' encoding)."""
+    return run_afbench(*args, cwd=cwd, process=process)
 
 
 def in_process(*args: str) -> subprocess.CompletedProcess:
-    """`afbench ARGS` through the script's own `main`, in this process (the subprocess door is
-    checked once below and by test_python_dash_m_afbench_is_the_command_line)."""
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
-    return subprocess.CompletedProcess(["afbench", *args], code, out.getvalue(), err.getvalue())
+    return run_afbench(*args)
 
 
 def test_every_user_command_has_help_with_an_example_and_every_job_has_help():
@@ -60,10 +58,10 @@ def test_every_user_command_has_help_with_an_example_and_every_job_has_help():
         assert result.returncode == 0 and "--" in result.stdout, name
     # the installed script prints them too (its width may differ: a terminal's, a pipe's)
     first = next(iter(COMMANDS))
-    script = cli(first, "--help")
+    script = cli(first, "--help", process=True)
     assert script.returncode == 0 and "examples:" in script.stdout
     assert f"afbench {first}" in script.stdout
-    script = cli("job", next(iter(JOBS)), "--help")
+    script = cli("job", next(iter(JOBS)), "--help", process=True)
     assert script.returncode == 0 and "--" in script.stdout
 
 
@@ -78,7 +76,7 @@ def test_python_dash_m_afbench_is_the_command_line():
             text=True,
             timeout=60,
         )
-        script = cli(*args)
+        script = cli(*args, process=True)
         assert (module.returncode, module.stdout, module.stderr) == (
             script.returncode,
             script.stdout,
@@ -324,11 +322,11 @@ def test_verdict_path_that_is_not_a_regular_file_is_refused_at_once(tmp_path, ki
 
 def test_demo_repo_cli_refusal_is_one_message(tmp_path):
     (tmp_path / "keep.txt").write_text("keep")
-    result = afbench(
+    result = run_afbench(
         "demo", "repo", "--out", str(tmp_path), "--release-files", str(RELEASE), cwd=tmp_path
     )
     assert result.returncode == 2
-    one_clean_message(result.stderr.decode())
+    one_clean_message(result.stderr)
     assert (tmp_path / "keep.txt").read_text() == "keep"
 
 

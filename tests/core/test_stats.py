@@ -12,7 +12,6 @@ from fractions import Fraction
 from statistics import NormalDist
 
 import pytest
-import scipy.special  # noqa: F401  (imported once here, not inside a property test's deadline)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

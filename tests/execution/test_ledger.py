@@ -20,7 +20,7 @@ from afbench.core.errors import AfbenchError
 from afbench.execution import ledger
 from afbench.kinds import RELEASE, TRIAL_RECEIPT
 
-from conftest import declared, job, plan_fields, refusal_lines
+from conftest import declared, job, plan_fields, refusal_lines, run_afbench
 
 TASK = "demo_s01_t001"
 AFBENCH = str(Path(sys.executable).with_name("afbench"))
@@ -231,9 +231,7 @@ def test_a_damaged_ledger_is_refused_in_one_line_naming_file_and_line(tmp_path, 
     with pytest.raises(AfbenchError, match="row 2"):
         ledger.start(path, trial("t9"), 200, 10_000)
     assert path.read_bytes() == before
-    command = subprocess.run(
-        [AFBENCH, "ledger", "--ledger", str(path)], capture_output=True, text=True, timeout=60
-    )
+    command = run_afbench("ledger", "--ledger", path)
     assert command.returncode == 2
     [refusal] = refusal_lines(command.stderr)
     assert f"{path}: row 2" in refusal and "Traceback" not in command.stderr
@@ -360,17 +358,10 @@ def test_the_holds_of_a_controller_that_is_gone_are_named_and_closed(tmp_path):
 def test_afbench_ledger_release_dead_closes_them(tmp_path):
     path = tmp_path / "jobs.ledger.jsonl"
     subprocess.run([sys.executable, "-c", GONE, str(path), "gone"], check=True, timeout=60)
-    listing = subprocess.run(
-        [AFBENCH, "ledger", "--ledger", str(path), "--release-dead"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    listing = run_afbench("ledger", "--ledger", path, "--release-dead")
     assert listing.returncode == 0, listing.stderr
     assert "(closed now)" in listing.stdout
-    again = subprocess.run(
-        [AFBENCH, "ledger", "--ledger", str(path)], capture_output=True, text=True, timeout=60
-    )
+    again = run_afbench("ledger", "--ledger", path)
     assert "open USD 0 for 0 trial(s)" in again.stdout
     assert "released: trial gone: its controller is gone (host " in again.stdout
 

@@ -35,6 +35,7 @@ from conftest import (
     docker_skip_reason,
     examples,
     harbor_skip_reason,
+    run_afbench,
     snakemake,
     snakemake_env,
 )
@@ -599,18 +600,10 @@ def test_the_planner_view_sits_beside_the_fixed_n_count():
 
 
 def test_afbench_power_shows_the_sequential_view_beside_the_fixed_n_count(tmp_path):
-    import subprocess
-    import sys
-    from pathlib import Path
-
-    afbench = str(Path(sys.executable).with_name("afbench"))
     out = tmp_path / "power.json"
-    argv = [afbench, "power", "--difference", "0.2", "--baseline-rate", "0.3"]
-    result = subprocess.run(
-        [*argv, "--sequential-tasks", "90", "--usd-per-task", "250", "--output", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
+    argv = ["power", "--difference", "0.2", "--baseline-rate", "0.3"]
+    result = run_afbench(
+        *argv, "--sequential-tasks", "90", "--usd-per-task", "250", "--output", str(out)
     )
     assert result.returncode == 0, result.stderr
     fixed_line, sequential_line = result.stdout.splitlines()
@@ -622,13 +615,10 @@ def test_afbench_power_shows_the_sequential_view_beside_the_fixed_n_count(tmp_pa
     assert f"the fixed-n count is {plan['tasks']}" in sequential_line
     assert fixed_line == plan["line"]
     # without the flag the plan is what it was; with a number of tasks there is no view
-    plain = subprocess.run([*argv], capture_output=True, text=True, check=False)
+    plain = run_afbench(*argv)
     assert plain.stdout.strip() == fixed_line
-    refused = subprocess.run(
-        [afbench, "power", "--tasks", "100", "--baseline-rate", "0.3", "--sequential-tasks", "50"],
-        capture_output=True,
-        text=True,
-        check=False,
+    refused = run_afbench(
+        "power", "--tasks", "100", "--baseline-rate", "0.3", "--sequential-tasks", "50"
     )
     assert refused.returncode == 2 and "needs a difference to detect" in refused.stderr
 

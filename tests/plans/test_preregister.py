@@ -8,8 +8,6 @@ import copy
 import json
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
@@ -25,9 +23,16 @@ from afbench.plans import preregister
 from afbench.release.identity import identity, license_of
 from afbench.tasks.catalog import build_catalog, select_tasks
 
-from conftest import REPO, declared, planned, snakemake, stalled_afbench, waiting_afbench
+from conftest import (
+    REPO,
+    declared,
+    planned,
+    run_afbench,
+    snakemake,
+    stalled_afbench,
+    waiting_afbench,
+)
 
-AFBENCH = str(Path(sys.executable).with_name("afbench"))
 RELEASE_FILES = REPO / "resources" / "demo-release"
 COMPARE = REPO / "config" / "compare-demo.yaml"
 
@@ -411,7 +416,8 @@ def test_the_plan_drives_sequential_decisions(plan):
 
 # --- the command line and the workflow -------------------------------------------------------
 def afbench(*args: object) -> subprocess.CompletedProcess:
-    return subprocess.run([AFBENCH, *map(str, args)], capture_output=True, text=True, timeout=120)
+    """`afbench ARGS` in this process (run_afbench): what these tests check is what it wrote."""
+    return run_afbench(*args)
 
 
 def job_flags(config: dict) -> list[str]:

@@ -9,12 +9,10 @@ from __future__ import annotations
 import json
 import random
 import subprocess
-import sys
 from itertools import product
 from pathlib import Path
 
 import pytest
-from scipy import stats as scipy_stats
 from test_stats import cr2_by_matrices
 
 from afbench.cli.actions import import_run
@@ -34,7 +32,7 @@ from afbench.upgrade.crossrev import (
 )
 from afbench.upgrade.diff import diff_releases
 
-from conftest import declared
+from conftest import declared, run_afbench
 
 SOURCES = {"s1": 8, "s2": 7, "s3": 6, "s4": 6, "s5": 5, "s6": 4}
 REV1, REV2 = "1" * 40, "2" * 40
@@ -233,6 +231,8 @@ def _by_hand(before: dict, after: dict, task_ids: list[str], source: dict[str, s
     """Every number of one comparison from the two imports' per-task records: counts, each
     side's rate, current - previous, the exact McNemar p (scipy's binomial test), the sign-flip
     p (every sign pattern counted), and the CR2 interval with its df (the matrix formulas)."""
+    from scipy import stats as scipy_stats  # here: the package never imports scipy
+
     old = {r["task_id"]: r["success"] for r in before["records"]}
     new = {r["task_id"]: r["success"] for r in after["records"]}
     pairs = [(old[t], new[t]) for t in task_ids]
@@ -504,9 +504,8 @@ def test_local_runs_of_each_revision_compare_on_the_subset(world, tmp_path):
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("afbench")), *argv], capture_output=True, text=True
-    )
+    """`afbench ARGV` in this process (run_afbench): these tests check what it wrote and said."""
+    return run_afbench(*argv)
 
 
 def test_afbench_compare_revisions_writes_the_artifact_and_refuses_a_missing_subset(

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +24,7 @@ from afbench.upgrade.diff import compare_task, diff_releases, harbor_action, upg
 from conftest import (
     declared,
     project,
+    run_afbench,
     snakemake,
 )
 
@@ -306,9 +306,8 @@ def test_without_a_checkout_only_the_manifest_is_compared(revisions):
 
 
 def _cli(*argv: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(Path(sys.executable).with_name("afbench")), *argv], capture_output=True, text=True
-    )
+    """`afbench ARGV` in this process (run_afbench): these tests check what it wrote and said."""
+    return run_afbench(*argv)
 
 
 def test_afbench_diff_writes_the_three_artifacts_and_names_the_flag(revisions, tmp_path):
