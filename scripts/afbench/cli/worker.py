@@ -55,6 +55,12 @@ def preload() -> None:
             pass
     for verb in JOBS:
         build_parser(["job", verb])
+    # what is loaded stays untouched by the collector, so a child copies none of its pages
+    # for a collection (only those its own work writes)
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 def _job(request: dict) -> int:
@@ -176,8 +182,14 @@ def _worker() -> str:
             listener.bind(path)
             listener.listen(64)
             env = {**os.environ, **dict.fromkeys(THREAD_VARIABLES, "1")}
+            # the package this process imported, whatever sys.path the worker would start with
+            scripts = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+            start = (
+                f"import sys; sys.path.insert(0, {scripts!r}); "
+                "from afbench.cli.worker import start; start()"
+            )
             process = subprocess.Popen(
-                [sys.executable, "-m", "afbench.cli.worker", str(listener.fileno())],
+                [sys.executable, "-c", start, str(listener.fileno())],
                 stdin=subprocess.PIPE,
                 pass_fds=(listener.fileno(),),
                 env=env,
@@ -203,16 +215,28 @@ def run(argv: list[str], log: str, threads: int = 1) -> int:
         "cwd": os.getcwd(),
         "env": dict.fromkeys(THREAD_VARIABLES, str(threads)),
     }
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-        conn.connect(_worker())
-        conn.sendall(json.dumps(request).encode() + b"\n")
-        reply = conn.makefile("rb").readline()
+    path = _worker()
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(path)
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            reply = conn.makefile("rb").readline()
+    except OSError as error:
+        reply, reason = b"", error
+    else:
+        reason = None
     if not reply:
-        raise RuntimeError(f"afbench: the job worker ended before {' '.join(argv[:3])} did")
+        ended = _STARTED["process"].poll()
+        raise RuntimeError(
+            f"afbench: the job worker ended before {' '.join(argv[:3])} did"
+            + (f" (its exit status {ended})" if ended is not None else "")
+            + (f": {reason}" if reason else "")
+        )
     return json.loads(reply)["status"]
 
 
-if __name__ == "__main__":
+def start() -> None:
+    """The worker process: its listening socket is the descriptor named by argv[1]."""
     served = socket.socket(fileno=int(sys.argv[1]))
     preload()
     serve(served)
