@@ -729,13 +729,15 @@ def test_a_refusing_job_fails_alike_in_process_and_through_the_shell(tmp_path):
         else:
             assert seen.jobs() and not seen.workers(), sorted(seen.seen)[:5]
         revision = root / "results" / demo_revision()
-        logs[mode] = (revision / "logs/fetch_file/MANIFEST.csv.log").read_text().replace(
-            str(root), "@"
+        logs[mode] = (
+            (revision / "logs/fetch_file/MANIFEST.csv.log").read_text().replace(str(root), "@")
         )
         assert not (revision / "release/MANIFEST.csv").exists()
-        said[mode] = re.findall(r"Command '(?:set -euo pipefail;  )?(afbench job fetch-file "
-                                r"--file=MANIFEST\.csv [^']*)' returned non-zero exit status (\d+)",
-                                result.stdout + result.stderr)
+        said[mode] = re.findall(
+            r"Command '(?:set -euo pipefail;  )?(afbench job fetch-file "
+            r"--file=MANIFEST\.csv [^']*)' returned non-zero exit status (\d+)",
+            result.stdout + result.stderr,
+        )
     assert logs["in_process"] == logs["shell"]
     assert logs["shell"].count("\n") == 1 and logs["shell"].startswith("afbench: error: ")
     assert "does not contain the pinned commit" in logs["shell"]

@@ -1286,7 +1286,7 @@ NAMESPACE = ("input", "output", "params", "wildcards", "threads", "resources", "
 def run_jobs_in_process():
     """Every rule whose shell line is an `afbench job` command gets in_process's function
     (called once, after the rules are defined: the Snakefile's last line)."""
-    for job_rule in workflow.rules:
-        command = job_rule.shellcmd
-        if command and command.startswith("afbench job ") and job_rule.run_func:
-            job_rule.run_func = in_process(job_rule)
+    for each in workflow.rules:
+        command = each.shellcmd
+        if command and command.startswith("afbench job ") and each.run_func:
+            each.run_func = in_process(each)

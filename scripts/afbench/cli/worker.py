@@ -17,6 +17,7 @@ worker, never of Snakemake's threads: forking a process that runs threads is not
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -49,10 +50,8 @@ def preload() -> None:
     for module in pkgutil.walk_packages(afbench.__path__, "afbench."):
         if module.name.endswith("__main__"):
             continue
-        try:
+        with contextlib.suppress(Exception):  # an optional library missing: the job imports it
             importlib.import_module(module.name)
-        except Exception:  # noqa: BLE001 - an optional library missing: the job imports it
-            pass
     for verb in JOBS:
         build_parser(["job", verb])
     # what is loaded stays untouched by the collector, so a child copies none of its pages
@@ -85,17 +84,15 @@ def _job(request: dict) -> int:
         return main(argv[1:])
     except SystemExit as done:
         return done.code if isinstance(done.code, int) else 1
-    except BaseException:  # noqa: BLE001 - what a fresh interpreter would print, then status 1
+    except BaseException:  # what a fresh interpreter would print, then status 1
         import traceback
 
         traceback.print_exc()
         return 1
     finally:
         for stream in (sys.stdout, sys.stderr):
-            try:
+            with contextlib.suppress(OSError, ValueError):
                 stream.flush()
-            except (OSError, ValueError):
-                pass
 
 
 def serve(listener: socket.socket) -> None:
@@ -136,10 +133,8 @@ def serve(listener: socket.socket) -> None:
                         os._exit(status & 0xFF if status >= 0 else 1)
                 running[pid] = conn
             else:
-                try:
+                with contextlib.suppress(BlockingIOError):
                     os.read(wake_r, 4096)
-                except BlockingIOError:
-                    pass
                 _reap(running)
 
 
@@ -155,10 +150,8 @@ def _reap(running: dict[int, socket.socket]) -> None:
         if conn is None:
             continue
         reply = {"status": os.waitstatus_to_exitcode(status)}
-        try:
+        with contextlib.suppress(OSError):  # the job's thread is gone (Snakemake stopped)
             conn.sendall(json.dumps(reply).encode() + b"\n")
-        except OSError:  # the job's thread is gone (Snakemake stopped)
-            pass
         conn.close()
 
 
