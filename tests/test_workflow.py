@@ -744,6 +744,30 @@ def test_a_refusing_job_fails_alike_in_process_and_through_the_shell(tmp_path):
     assert said["in_process"] == said["shell"] and said["shell"][0][1] == "2", said
 
 
+@pytest.mark.snakemake
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+def test_a_stopped_run_leaves_no_job_worker_or_job_running(tmp_path, stop):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) or SIGKILL of the group
+    once the job worker serves jobs: Snakemake, the worker and every job it forked end."""
+    root = project(tmp_path)
+    run = subprocess.Popen(
+        [SNAKEMAKE, "--cores", "2"],
+        cwd=root,
+        env=snakemake_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    logs = root / "results" / demo_revision() / "logs"
+    with Processes(root) as seen:
+        wait_until(lambda: seen.workers() and (logs / "fetch_file").is_dir(), "no jobs", run)
+        os.killpg(run.pid, stop)
+        run.communicate(timeout=HANG_GUARD_S)
+    assert run.returncode != 0
+    wait_until(lambda: _running_in(root) == [], "processes still running in the project")
+
+
 def _running_in(root: Path) -> list[str]:
     """The processes whose working folder is in `root`."""
     found = []
