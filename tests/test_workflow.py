@@ -634,6 +634,152 @@ def test_every_job_log_names_what_its_job_wrote(demo_project):
     )
 
 
+class Processes:
+    """The command lines of the processes working in `root` seen while a `with` block runs
+    (a look at /proc every few milliseconds): the `afbench job` commands a shell ran, and the
+    job worker."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.seen: set[str] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(0.005):
+            for entry in Path("/proc").iterdir():
+                try:
+                    words = (entry / "cmdline").read_bytes().split(b"\0")
+                    if not Path(os.readlink(entry / "cwd")).is_relative_to(self.root):
+                        continue
+                except OSError:
+                    continue
+                text = " ".join(w.decode(errors="replace") for w in words)
+                if "afbench job " in text or "afbench.cli.worker" in text:
+                    self.seen.add(text)
+
+    def __enter__(self) -> Processes:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def jobs(self) -> list[str]:
+        return sorted(t for t in self.seen if "afbench job " in t)
+
+    def workers(self) -> list[str]:
+        return sorted(t for t in self.seen if "afbench.cli.worker" in t)
+
+
+def _run_tree(root: Path) -> dict[str, bytes]:
+    """Every file of the demo's results, logs included."""
+    results = root / "results"
+    return {
+        p.relative_to(results).as_posix(): p.read_bytes()
+        for p in results.rglob("*")
+        if p.is_file() and "demo-upstream/.git" not in p.relative_to(results).as_posix()
+    }
+
+
+@pytest.mark.snakemake
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_jobs_run_in_process_and_through_the_shell_give_the_same_files(tmp_path):
+    """The demo built twice in one folder: its jobs run in children of the job worker (the
+    default), then with `local_jobs: shell` each job's shell line through the shell. Every
+    artifact and every log is the same byte for byte, and what Snakemake recorded of each
+    job's command is too: a build of one kind is up to date for the other."""
+    root = project(tmp_path)
+    built = {}
+    for mode in ("in_process", "shell"):
+        shutil.rmtree(root / "results", ignore_errors=True)
+        shutil.rmtree(root / ".snakemake", ignore_errors=True)
+        with Processes(root) as seen:
+            snakemake(root, "--config", f"local_jobs={mode}")
+        if mode == "in_process":
+            assert seen.workers() and not seen.jobs(), sorted(seen.seen)[:5]
+        else:
+            assert seen.jobs() and not seen.workers(), sorted(seen.seen)[:5]
+        built[mode] = _run_tree(root)
+    ours, theirs = built["in_process"], built["shell"]
+    assert sorted(ours) == sorted(theirs)
+    assert [k for k in ours if ours[k] != theirs[k]] == []
+    assert "Nothing to be done" in snakemake(root, "-n").stdout
+
+
+@pytest.mark.snakemake
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+def test_a_refusing_job_fails_alike_in_process_and_through_the_shell(tmp_path):
+    """A refusal fails the job with the same one line in its log either way, no output left,
+    and Snakemake says the same command failed with the same status; the in-process run
+    starts no `afbench job` process (its jobs are children of the worker) and leaves none."""
+    said, logs = {}, {}
+    for mode in ("in_process", "shell"):
+        root = project(tmp_path / mode)
+        # a release file the demo repository commits differs: the pinned commit is not built
+        with (root / "resources/demo-release/MANIFEST.csv").open("a") as manifest:
+            manifest.write("x\n")
+        with Processes(root) as seen:
+            result = snakemake(root, "--keep-going", "--config", f"local_jobs={mode}", check=False)
+        assert result.returncode == 1
+        assert _running_in(root) == []  # the worker and its jobs ended with Snakemake
+        if mode == "in_process":
+            assert seen.workers() and not seen.jobs(), sorted(seen.seen)[:5]
+        else:
+            assert seen.jobs() and not seen.workers(), sorted(seen.seen)[:5]
+        revision = root / "results" / demo_revision()
+        logs[mode] = (
+            (revision / "logs/fetch_file/MANIFEST.csv.log").read_text().replace(str(root), "@")
+        )
+        assert not (revision / "release/MANIFEST.csv").exists()
+        said[mode] = re.findall(
+            r"Command '(?:set -euo pipefail;  )?(afbench job fetch-file "
+            r"--file=MANIFEST\.csv [^']*)' returned non-zero exit status (\d+)",
+            result.stdout + result.stderr,
+        )
+    assert logs["in_process"] == logs["shell"]
+    assert logs["shell"].count("\n") == 1 and logs["shell"].startswith("afbench: error: ")
+    assert "does not contain the pinned commit" in logs["shell"]
+    assert said["in_process"] == said["shell"] and said["shell"][0][1] == "2", said
+
+
+@pytest.mark.snakemake
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="needs /proc")
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["ctrl-c", "killed"])
+def test_a_stopped_run_leaves_no_job_worker_or_job_running(tmp_path, stop):
+    """Ctrl-C (SIGINT to the process group, as a terminal sends it) or SIGKILL of the group
+    once the job worker serves jobs: Snakemake, the worker and every job it forked end."""
+    root = project(tmp_path)
+    run = subprocess.Popen(
+        [SNAKEMAKE, "--cores", "2"],
+        cwd=root,
+        env=snakemake_env(),
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    logs = root / "results" / demo_revision() / "logs"
+    with Processes(root) as seen:
+        wait_until(lambda: seen.workers() and (logs / "fetch_file").is_dir(), "no jobs", run)
+        os.killpg(run.pid, stop)
+        run.communicate(timeout=HANG_GUARD_S)
+    assert run.returncode != 0
+    wait_until(lambda: _running_in(root) == [], "processes still running in the project")
+
+
+def _running_in(root: Path) -> list[str]:
+    """The processes whose working folder is in `root`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if Path(os.readlink(entry / "cwd")).is_relative_to(root):
+                found.append((entry / "cmdline").read_bytes().decode(errors="replace"))
+        except (OSError, ValueError):
+            continue
+    return found
+
+
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 

@@ -1188,3 +1188,105 @@ def reused_receipts(selection):
                 if Path(path).is_file():
                     found.append(path)
     return found
+
+
+# --- how a job runs on this machine ---------------------------------------------------------
+# A job's command is its rule's shell line, and Snakemake records it as the rule's code either
+# way. Where Snakemake runs the job on this machine, the same argv runs in a child of a worker
+# that has imported afbench once (afbench.cli.worker: a fork, not a fresh interpreter); on a
+# cluster (or on its nodes), with --use-conda, a container, environment modules or a benchmark,
+# with `local_jobs: shell` in config, or when the `afbench` on PATH is not this interpreter's,
+# it runs through the shell as written (docs/pipeline.md, "How a job runs").
+def job_argv(command):
+    """The argv and log of a formatted shell line of the form shell_line writes
+    (`afbench job <verb> <words> 2> <log>`, nothing else the shell would act on), else None."""
+    import shlex
+
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    tokens = list(lexer)
+    words = shlex.split(command)
+    operators = [t for t in tokens if set(t) <= set("();<>|&")]
+    if (
+        operators != [">"]
+        or tokens[-2:-1] != [">"]
+        or len(tokens) != len(words) + 1
+        or words[:2] != ["afbench", "job"]
+        or words[-2] != "2>"
+        or "$" in command
+        or "`" in command
+    ):
+        return None
+    return words[:-2], words[-1]
+
+
+SAME_AFBENCH = []
+
+
+def afbench_is_ours():
+    """Whether the `afbench` on PATH (what the shell runs) is this interpreter's."""
+    import shutil
+    import sys
+
+    if not SAME_AFBENCH:
+        found = shutil.which("afbench")
+        SAME_AFBENCH.append(
+            found is not None
+            and Path(found).parent.resolve() == Path(sys.executable).parent.resolve()
+        )
+    return SAME_AFBENCH[0]
+
+
+def in_process(job_rule):
+    """The rule's job function: the argv of its shell line run by the worker where that is
+    the same as the shell running it, else its shell line through the shell."""
+    import inspect
+    import subprocess
+
+    from snakemake.utils import format as format_command
+
+    shelled = job_rule.run_func
+    names = list(inspect.signature(shelled).parameters)
+
+    def job(*args):
+        given = dict(zip(names, args))
+        local = (
+            config["local_jobs"] == "in_process"
+            and workflow.local_exec
+            and not workflow.remote_exec
+            and not workflow.subprocess_exec
+            and not any(
+                given.get(key)
+                for key in ("conda_env", "container_img", "env_modules", "shadow_dir")
+            )
+            and given.get("bench_record") is None
+            and afbench_is_ours()
+        )
+        if local:
+            command = format_command(
+                job_rule.shellcmd,
+                **{key: given[key] for key in names if key in NAMESPACE},
+            )
+            found = job_argv(command)
+            if found is not None:
+                from afbench.cli.worker import run
+
+                status = run(*found, threads=given.get("threads", 1))
+                if status:
+                    raise subprocess.CalledProcessError(status, command)
+                return
+        return shelled(*args)
+
+    return job
+
+
+NAMESPACE = ("input", "output", "params", "wildcards", "threads", "resources", "log", "rule")
+
+
+def run_jobs_in_process():
+    """Every rule whose shell line is an `afbench job` command gets in_process's function
+    (called once, after the rules are defined: the Snakefile's last line)."""
+    for each in workflow.rules:
+        command = each.shellcmd
+        if command and command.startswith("afbench job ") and each.run_func:
+            each.run_func = in_process(each)
