@@ -608,6 +608,7 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
     # a trial's settings sections, serialised -> [its configuration, its verifier settings]
     known: dict[bytes, list] = {}
     trial_ids: dict[str, str] = {}
+    graded: dict[bytes, dict] = {}  # classify_trial's fields, serialised -> its classification
     for name in names:
         bar.advance()
         trial = under + name
@@ -644,8 +645,31 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
             pending.append((attempt, facts["settings"]))
             attempts.append(attempt)
             continue
-        attempt = classify_trial(result, file, verification_disabled=disabled, policy_table=table)
-        config = result.get("config")
+        config = result.get("config") if type(result) is dict else None
+        if type(config) is dict:
+            # a trial's outcome is classify_trial's of these fields alone (and of the job's
+            # verifier.disable and policy table): one classification per distinct set of them,
+            # serialised as the settings are below (most trials of a job have one of a few)
+            grade = marshal.dumps(
+                (
+                    result.get("schema_version"),
+                    result.get("verifier_result"),
+                    result.get("exception_info"),
+                    result.get("step_results"),
+                    result.get("reward_valid"),
+                    config.get("verifier"),
+                ),
+                2,
+            )
+            attempt = graded.get(grade)
+            if attempt is None:
+                attempt = graded[grade] = classify_trial(
+                    result, file, verification_disabled=disabled, policy_table=table
+                )
+        else:
+            attempt = classify_trial(
+                result, file, verification_disabled=disabled, policy_table=table
+            )
         if type(config) is not dict:
             config = json_object(config, file, "config", nullable=False)
         task_id = result.get("task_name")
