@@ -33,6 +33,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import run as bench
 
 HARBOR_PYTHON = bench.REPO / ".harbor-venv" / "bin" / "python"
+# this tree's package first on PYTHONPATH: a shared venv's `afbench` may be installed from
+# another checkout
+TREE = {**bench.ENV, "PYTHONPATH": str(bench.REPO / "scripts")}
 # Harbor's own reading of a job's trials: each result.json validated as its TrialResult model
 HARBOR_READER = (
     "import os, sys\n"
@@ -92,6 +95,9 @@ def main() -> None:
     args = parser.parse_args()
     bench.WORK.mkdir(parents=True, exist_ok=True)
     bench.byte_compile(bench.REPO / "scripts")
+    where = bench.run([sys.executable, "-c", "import afbench; print(afbench.__file__)"], env=TREE)
+    if not where.stdout.strip().startswith(str(bench.REPO / "scripts")):
+        sys.exit(f"afbench loads from {where.stdout.strip()}, not this tree")
     root, selection, task_ids = selection_and_tasks()
     out = bench.WORK / "harbor-scale-out"
 
@@ -109,7 +115,7 @@ def main() -> None:
             {
                 "harbor": ([args.harbor_python, "-c", HARBOR_READER, job], root, None),
                 "floor": ([sys.executable, "-c", bench.READ_FLOOR, job], root, None),
-                "import-run": (import_command(selection, job, out, trials), root, fresh),
+                "import-run": (import_command(selection, job, out, trials), root, fresh, TREE),
             },
         )
         for name, r in got.items():
@@ -133,7 +139,7 @@ def main() -> None:
     for trials in args.scale:
         job = bench.harbor_jobs(trials, task_ids)
         fresh()
-        r = bench.measure(import_command(selection, job, out, trials), root)
+        r = bench.measure(import_command(selection, job, out, trials), root, TREE)
         runs.append(r)
         print(
             f"{trials:>9} import-run  {r.seconds:8.2f} {r.cpu:8.2f} "
