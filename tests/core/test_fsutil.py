@@ -495,6 +495,35 @@ def test_a_table_written_whole_is_byte_for_byte_the_cell_by_cell_table(rows):
     assert written(fsutil.csv_bytes, iter(rows)) == expected
 
 
+@EXAMPLES_60
+@given(
+    rows=st.lists(st.lists(CSV_CELLS, min_size=2, max_size=2), max_size=9),
+    size=st.integers(1, 4),
+)
+@example(rows=[["a", 1], ["=x", None], ["b", 2]], size=1)  # one piece guarded, its neighbours not
+def test_a_table_written_in_pieces_is_byte_for_byte_the_whole_table(rows, size):
+    """csv_chunks writes a table `size` rows at a time, each piece by csv_bytes' quicker path or
+    cell by cell, on its own: joined, the pieces are the whole table's bytes."""
+    header = ["a", "=b"]
+    try:
+        expected = fsutil.csv_bytes(header, rows)
+    except UnicodeEncodeError:
+        with pytest.raises(UnicodeEncodeError):
+            b"".join(fsutil.csv_chunks(header, iter(rows), size))
+        return
+    assert b"".join(fsutil.csv_chunks(header, iter(rows), size)) == expected
+
+
+def test_a_streamed_table_with_text_that_is_not_unicode_writes_nothing(tmp_path):
+    """csv_stream refuses what csv_output refuses, naming the file, and nothing is written."""
+    out = tmp_path / "t.csv"
+    rows = [["fine"]] * 5000 + [["bad \ud800"]]
+    with pytest.raises(AfbenchError, match="not valid Unicode") as refused:
+        fsutil.write_outputs([fsutil.csv_stream(out, ["a"], rows)], about="a table")
+    assert str(out) in str(refused.value)
+    assert list(tmp_path.iterdir()) == []
+
+
 # --- 6. every number a JSON reader meets is bounded ------------------------------------------
 def test_an_integer_beyond_a_float_is_one_refusal(tmp_path):
     job = shutil.copytree(FIXTURES / "demo-nop", tmp_path / "job")

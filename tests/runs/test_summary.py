@@ -130,6 +130,28 @@ def test_every_oracle_trial_is_classified():
     }
 
 
+def test_trials_that_share_a_reward_are_each_classified_by_all_their_own_fields(tmp_path):
+    """The reader classifies once per distinct set of the fields classify_trial reads: trials
+    with the same reward but other exceptions, policies or reward_valid are never conflated.
+    Every trial's outcome is classify_trial's of its own result.json."""
+    job = shutil.copytree(FIXTURES / "demo-oracle", tmp_path / "job")
+    for result in job.glob("*/result.json"):
+        doc = json.loads(result.read_text())
+        doc["verifier_result"] = {"rewards": {"reward": 1.0}}
+        doc.pop("reward_valid", None)
+        result.write_text(json.dumps(doc))
+    attempts = read_harbor_job(job)
+    for attempt in attempts:
+        file = os.path.join(attempt["trial_dir"], "result.json")
+        own = classify_trial(json.loads(Path(file).read_text()), file, policy_table="0.26.0")
+        assert (attempt["outcome"], attempt["reward"], attempt["reason"]) == (
+            own["outcome"],
+            own["reward"],
+            own["reason"],
+        ), file
+    assert len({a["outcome"] for a in attempts}) > 1  # not one classification for all
+
+
 def test_errors_never_appear_as_zero():
     attempts = read_harbor_job(FIXTURES / "demo-oracle")
     summary, rows = summarize_run("oracle", "harbor", selection(*EXPECTED), attempts, 200, RELEASE)

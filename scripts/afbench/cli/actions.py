@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from afbench.core.errors import AfbenchError
-from afbench.core.fsutil import csv_output, json_output, write_outputs
+from afbench.core.fsutil import csv_output, csv_stream, json_output, write_outputs
 
 from .. import kinds  # each kind asked for when used: a job builds only its own
 
@@ -110,6 +110,9 @@ def import_run(
     with paused_gc():
         check_name(name, "run name")
         selection = kinds.SELECTION.read(selection_path)
+        # what a run reads of its selection: its name, digest, release, counts and task ids,
+        # not its task records (a large release's: 30 MB held through the whole import)
+        selection.pop("tasks", None)
         if not folders:
             raise AfbenchError("nothing to import: no job or verdict folder given", field="--path")
         budget = selection["release"]["nominal_budget_usd"] if budget_usd is None else budget_usd
@@ -144,14 +147,15 @@ def import_run(
                 "tasks": sorted({r["task_id"] for r in reused}),
             }
         summary = kinds.RUN_SUMMARY.record(**summary, **beside)
+        # the tables written as they are staged, a piece at a time: never held whole
         write_outputs(
             [
-                csv_output(
+                csv_stream(
                     outputs["attempts"],
                     ATTEMPT_COLUMNS,
                     ([a[c] for c in ATTEMPT_COLUMNS] for a in attempts),
                 ),
-                csv_output(
+                csv_stream(
                     outputs["outcomes"],
                     OUTCOME_COLUMNS,
                     ([r[c] for c in OUTCOME_COLUMNS] for r in rows),

@@ -13,6 +13,7 @@ import marshal
 import os
 import re
 import stat
+import sys
 from collections import Counter
 from operator import itemgetter
 from pathlib import Path
@@ -590,7 +591,10 @@ def _trial_retries(job: dict, trial_name: str) -> tuple[int | None, list[str]]:
 
 def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> list[dict]:
     """read_harbor_job's loop over the trial folders `names` of `job`."""
-    folder = JobFolder(job_dir)
+    # each trial folder's path and its result.json's, as JobFolder.trial names them, without
+    # a TrialFolder of five paths for each trial
+    under = JobFolder(job_dir).trial("").path
+    result_file = TrialFolder("").result
     n_attempts, disabled = job["n_attempts"], job["verification_disabled"]
     max_retries = job["facts"]["retry"]["max_retries"]
     table = job["policy_table"]
@@ -598,15 +602,17 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
     if fallback_job_id is None:
         fallback_job_id = f"job at {job['named'] or os.path.realpath(job_dir)}"
     read = fsutil.read_file_once
+    intern = sys.intern
     attempts, pending = [], []
     configurations: dict[str, dict] = {}
     # a trial's settings sections, serialised -> [its configuration, its verifier settings]
     known: dict[bytes, list] = {}
     trial_ids: dict[str, str] = {}
+    graded: dict[bytes, dict] = {}  # classify_trial's fields, serialised -> its classification
     for name in names:
         bar.advance()
-        trial_folder = folder.trial(name)
-        trial, file = trial_folder.path, trial_folder.result
+        trial = under + name
+        file = trial + result_file
         data = read(file, "trial result.json", MAX_INPUT_BYTES, missing_ok=True)
         reason = "no result.json" if data is None else None
         if data is not None:
@@ -639,8 +645,31 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
             pending.append((attempt, facts["settings"]))
             attempts.append(attempt)
             continue
-        attempt = classify_trial(result, file, verification_disabled=disabled, policy_table=table)
-        config = result.get("config")
+        config = result.get("config") if type(result) is dict else None
+        if type(config) is dict:
+            # a trial's outcome is classify_trial's of these fields alone (and of the job's
+            # verifier.disable and policy table): one classification per distinct set of them,
+            # serialised as the settings are below (most trials of a job have one of a few)
+            grade = marshal.dumps(
+                (
+                    result.get("schema_version"),
+                    result.get("verifier_result"),
+                    result.get("exception_info"),
+                    result.get("step_results"),
+                    result.get("reward_valid"),
+                    config.get("verifier"),
+                ),
+                2,
+            )
+            attempt = graded.get(grade)
+            if attempt is None:
+                attempt = graded[grade] = classify_trial(
+                    result, file, verification_disabled=disabled, policy_table=table
+                )
+        else:
+            attempt = classify_trial(
+                result, file, verification_disabled=disabled, policy_table=table
+            )
         if type(config) is not dict:
             config = json_object(config, file, "config", nullable=False)
         task_id = result.get("task_name")
@@ -688,8 +717,8 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
             made = harbor_configuration(
                 settings, _agent_info(result, file), n_attempts, max_retries
             )
-            seen = known[key] = [configurations.setdefault(made["key"], made), None]
-        configuration = seen[0]
+            configuration = configurations.setdefault(made["key"], made)
+            seen = known[key] = [configuration, None, _configuration_fields(configuration)]
         checksum = result.get("task_checksum")
         if checksum is not None and type(checksum) is not str:
             checksum = json_string(checksum, file, "task_checksum")
@@ -697,25 +726,27 @@ def _read_trials(job: dict, job_dir: str, names: list[str], bar: Progress) -> li
         cost = _cost(result, file)
         if seen[1] is None:  # the verifier section is part of the key: read once per key
             seen[1] = verifier_settings(config, file, disabled)
+        # the text a job repeats (its id, each task's name and checksum, the reasons) held
+        # once, not once per trial; the trial's name is its folder's (checked above)
         attempts.append(
             {
-                "task_id": task_id,
+                "task_id": intern(task_id),
                 "outcome": attempt["outcome"],
                 "reward": attempt["reward"],
-                "reason": attempt["reason"],
+                "reason": intern(attempt["reason"]),
                 "cost_usd": cost,
-                "trial_name": trial_name,
+                "trial_name": name,
                 "trial_id": trial_id,
-                "job_id": job_id or fallback_job_id,
+                "job_id": intern(job_id) if job_id else fallback_job_id,
                 "trial_dir": trial,
-                "task_checksum": checksum,
+                "task_checksum": checksum if checksum is None else intern(checksum),
                 "verifier": seen[1],
                 "settings_from": "trial",
                 "retries": retries,
                 "first_attempts": first,
                 "job": job["facts"],
                 "replaced_by": None,
-                **_configuration_fields(configuration),
+                **seen[2],
             }
         )
     for attempt, settings in pending:

@@ -374,11 +374,8 @@ def _summarize_configuration(
         if pass_k
         else "not computed: some tasks or attempts have no accepted/rejected outcome",
         # every trial's cost as reported, a replaced one's too: it was paid for
-        "budget_audit": budget_audit(
-            [{"task_id": a["task_id"], "cost_usd": a["cost_usd"]} for a in tries],
-            budget,
-            f"{name} [{label}]",
-        ),
+        # (each attempt holds the task_id and cost_usd the audit reads: no copy of each)
+        "budget_audit": budget_audit(tries, budget, f"{name} [{label}]"),
     }
     return summary, rows
 
