@@ -7,7 +7,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from datetime import date, datetime
-from operator import itemgetter
+from operator import methodcaller
 from pathlib import Path
 from typing import NamedTuple
 
@@ -430,38 +430,39 @@ def outcomes(imp: dict, file: str = "model import") -> Outcomes:
 
 # The fast reader of an import's outcomes (afbench.kinds.lines: an import as afbench writes it,
 # one record a line in TASK_RESULT's order, matched by an expression made from the declaration),
-# with two groups in each record's line: the text from its task id to its source id (two strings
-# side by side whose characters hold no quote, so the text between them is theirs alone: the
-# task's key) and its success.
+# with one group in each record's line: the text from its task id to its success (two strings
+# side by side whose characters hold no quote, so the text between them is theirs alone, then
+# the success right after them): the task's key and its outcome in one piece, one object a
+# record. Against a catalog's order each piece is compared with the two it can be.
 _KEY = ("task_id", "source_id")
 _TAKEN = "success"
 
 
-def _record_pattern(shape) -> tuple[re.Pattern, str]:
-    """The expression of one record's line with the key's and the success' groups, and the
-    text between the key's two ids."""
+def _record_pattern(shape) -> tuple[re.Pattern, str, bytes]:
+    """The expression of one record's line with the group of its key and success, the text
+    between the key's two ids, and the text between the key and the success."""
     from afbench.kinds import lines
 
     names = shape.names
     at = names.index(_KEY[0])
-    if names[at : at + 2] != list(_KEY) or shape.field(_TAKEN).type is not bool:
-        raise TypeError(f"{shape.name}: the fast reader needs {_KEY} side by side, and a bool")
+    if names[at : at + 3] != [*_KEY, _TAKEN] or shape.field(_TAKEN).type is not bool:
+        raise TypeError(f"{shape.name}: the fast reader needs {_KEY} side by side, then a bool")
     if not all(lines.has_pattern(f) for f in shape.fields):
         raise TypeError(f"{shape.name}: a field without a byte pattern for its declared type")
     separator = f'", "{_KEY[1]}": "'
+    taken = f'", "{_TAKEN}": '.encode()
     pieces = []
     for f, piece in zip(shape.fields, lines.field_pieces(shape), strict=True):
         if f.name == _KEY[0]:
-            key = b'"(' + lines.TEXT + separator.encode() + lines.TEXT + b')"'
-            pieces.append(b'"' + f.name.encode() + b'": ' + key)
-        elif f.name == _TAKEN:
-            pieces.append(b'"' + f.name.encode() + b'": (true|false)')
-        elif f.name != _KEY[1]:  # the source id is in the key's group
+            key = b"(" + lines.TEXT + separator.encode() + lines.TEXT + taken + b"(?:true|false))"
+            pieces.append(b'"' + f.name.encode() + b'": "' + key)
+        elif f.name not in (_KEY[1], _TAKEN):  # the source id and success are in the group
             pieces.append(piece)
-    return lines.record_pattern(pieces), separator
+    return lines.record_pattern(pieces), separator, taken
 
 
-_RECORD, _KEY_SEPARATOR = _record_pattern(TASK_RESULT)
+_RECORD, _KEY_SEPARATOR, _TAKEN_SEPARATOR = _record_pattern(TASK_RESULT)
+_SOLVED, _UNSOLVED = _TAKEN_SEPARATOR + b"true", _TAKEN_SEPARATOR + b"false"
 
 
 class TaskOrder(NamedTuple):
@@ -470,13 +471,17 @@ class TaskOrder(NamedTuple):
     task_ids: list[str]
     source_ids: list[str]
     keys: list[bytes]  # each task's record text from its task id to its source id
+    solved: list[bytes]  # each task's record text from its task id to a success of true
+    unsolved: list[bytes]  # the same to a success of false
 
 
 def task_order(catalog: dict) -> TaskOrder:
     task_ids = [t["task_id"] for t in catalog["tasks"]]
     source_ids = [t["source_id"] for t in catalog["tasks"]]
     keys = [f"{t}{_KEY_SEPARATOR}{s}".encode() for t, s in zip(task_ids, source_ids, strict=True)]
-    return TaskOrder(task_ids, source_ids, keys)
+    solved = [key + _SOLVED for key in keys]
+    unsolved = [key + _UNSOLVED for key in keys]
+    return TaskOrder(task_ids, source_ids, keys, solved, unsolved)
 
 
 def read_outcomes(path: Path | str, order: TaskOrder | None = None) -> Outcomes:
@@ -506,10 +511,14 @@ def _outcomes_as_written(data: bytes, file: str, order: TaskOrder | None = None)
     if found is None:
         return None
     del imp["records"]
-    keys = list(map(itemgetter(0), found))
-    successes = list(map(b"true".__eq__, map(itemgetter(1), found)))
-    if order is not None and keys == order.keys:
-        return Outcomes(imp, order.task_ids, order.source_ids, successes)
+    if order is not None and len(found) == len(order.keys):
+        # each piece is its task's solved or unsolved text: the catalog's keys, in its order
+        successes = list(map(bytes.__eq__, found, order.solved))
+        if successes.count(True) + sum(map(bytes.__eq__, found, order.unsolved)) == len(found):
+            return Outcomes(imp, order.task_ids, order.source_ids, successes)
+    successes = list(map(methodcaller("endswith", _SOLVED), found))
+    solved, unsolved = -len(_SOLVED), -len(_UNSOLVED)
+    keys = [piece[: solved if ok else unsolved] for piece, ok in zip(found, successes, strict=True)]
     return Outcomes.from_keys(imp, keys, successes)
 
 

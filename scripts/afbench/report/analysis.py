@@ -154,6 +154,13 @@ def source_sums(a: int, b: int, masks: list[int]) -> list[int]:
     return [(only_a & m).bit_count() - (only_b & m).bit_count() for m in masks]
 
 
+def count_differences(a: list[int], b: list[int]) -> list[int]:
+    """`source_sums` from each model's own count in each source (`by_source`): in a source,
+    the tasks only a solved minus those only b solved are a's successes minus b's, the tasks
+    both solved cancelling out. One count a model instead of two a pair."""
+    return [x - y for x, y in zip(a, b, strict=True)]
+
+
 def paired_counts(order: list[str], bits: dict[str, int], tasks: int) -> list[dict]:
     """Every pair (a before b in `order`) with its tasks solved by both, only a, only b,
     neither, from each model's successes as a bitset over one task order."""
@@ -184,7 +191,8 @@ def paired_tests(
     and the exact McNemar test over tasks — p_exact, p_holm, significant_tasks_as_unit."""
     pairs = paired_counts(order, bits, tasks)
     p_exact = mcnemar_exact_many([(p["only_a"], p["only_b"]) for p in pairs])
-    p_flip = [sign_flip_p(source_sums(bits[p["a"]], bits[p["b"]], masks)) for p in pairs]
+    counts = {model: by_source(bits[model], masks) for model in order}
+    p_flip = [sign_flip_p(count_differences(counts[p["a"]], counts[p["b"]])) for p in pairs]
     for pair, p, p_adj, q, q_adj in zip(
         pairs, p_exact, holm(p_exact), p_flip, holm(p_flip), strict=True
     ):
@@ -382,14 +390,15 @@ def _resolved_family(
     reported). Only the pairs with that model change; the rest keep their p."""
     reported = [p["p_sign_flip"] for p in pairs]
     family = {}
+    counts = {model: by_source(bits[model], masks) for model in order}
     for model in order:
         if not errors[model]:
             continue
-        solved = {**bits, model: bits[model] | errors[model]}
+        solved = {**counts, model: by_source(bits[model] | errors[model], masks)}
         p = list(reported)
         for i, pair in enumerate(pairs):
             if model in (pair["a"], pair["b"]):
-                p[i] = sign_flip_p(source_sums(solved[pair["a"]], solved[pair["b"]], masks))
+                p[i] = sign_flip_p(count_differences(solved[pair["a"]], solved[pair["b"]]))
         family[model] = (p, holm(p))
     return family
 
@@ -446,9 +455,17 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
             resolved.append(discordant_counts(won, lost))
     resolved_p = mcnemar_exact_many(resolved)
 
-    def clustered(a: int, b: int) -> dict:
+    counts = {model: by_source(bits[model], tasks.masks) for model in order}
+    solved = {model: by_source(bits[model] | errors[model], tasks.masks) for model in order}
+
+    def clustered(a: int, b: int, count_a: list[int], count_b: list[int]) -> dict:
+        # in a source, only a = a's successes - both's, only b = b's successes - both's
+        both = by_source(a & b, tasks.masks)
         return clustered_difference_from_counts(
-            by_source(a & ~b, tasks.masks), by_source(b & ~a, tasks.masks), tasks.sizes, confidence
+            [x - y for x, y in zip(count_a, both, strict=True)],
+            [x - y for x, y in zip(count_b, both, strict=True)],
+            tasks.sizes,
+            confidence,
         )
 
     for index, pair in enumerate(pairs):
@@ -465,14 +482,19 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
             }
         )
         pair.update({f"difference_{k}": v for k, v in difference.items()})
-        pair["clustered"] = clustered(a, b)
+        count_a, count_b = counts[pair["a"]], counts[pair["b"]]
+        pair["clustered"] = clustered(a, b, count_a, count_b)
         ways = {}
         for way, model, offset in (("favour_a", pair["a"], 0), ("favour_b", pair["b"], 1)):
             only_a, only_b = resolved[2 * index + offset]
             p, adjusted = family.get(model, (None, None))
             p_flip = pair["p_sign_flip"] if p is None else p[index]
             p_flip_holm = pair["p_sign_flip_holm"] if adjusted is None else adjusted[index]
-            won = (a | errors[pair["a"]], b) if way == "favour_a" else (a, b | errors[pair["b"]])
+            won = (
+                (a | errors[pair["a"]], b, solved[pair["a"]], count_b)
+                if way == "favour_a"
+                else (a, b | errors[pair["b"]], count_a, solved[pair["b"]])
+            )
             ways[way] = {
                 "only_a": only_a,
                 "only_b": only_b,
