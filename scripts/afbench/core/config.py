@@ -567,10 +567,9 @@ def _at(problem: Problem, origin: str) -> Problem:
 
 
 def artifact_settings(config: dict) -> dict:
-    """The config without its transport settings and how local jobs run: what the artifacts
-    depend on."""
+    """The config without its transport settings: what the artifacts depend on."""
     return {
-        **{key: value for key, value in config.items() if key != "local_jobs"},
+        **config,
         "source": {k: v for k, v in config["source"].items() if k not in TRANSPORT_SETTINGS},
     }
 
