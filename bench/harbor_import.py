@@ -9,7 +9,6 @@ Usage: python bench/harbor_import.py [--trials N ...] [--rounds R] [--keep DIR]"
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sys
 from pathlib import Path
@@ -27,17 +26,8 @@ def main() -> None:
     bench.WORK.mkdir(parents=True, exist_ok=True)
     bench.byte_compile(bench.REPO / "scripts")
     side = bench.Side("new", "this tree", bench.REPO, bench.ENV)
-    root = bench.scaled_release(100, 1)
+    root, selection, task_ids = bench.selection_and_tasks(side)
     chain = bench.Chain(root, side)
-    selection = chain.out / "selection-all.json"
-    if not selection.exists():
-        shutil.rmtree(chain.release, ignore_errors=True)
-        bench.run([*chain.fetch(), "--all-models"], root)
-        chain.reset()
-        bench.run(chain.tasks(), root)
-        select = [bench.AFBENCH, "job", "select-tasks", f"--catalog={chain.catalog}", "--name=all"]
-        bench.run([*select, f"--output={selection}"], root)
-    task_ids = [t["task_id"] for t in json.loads(chain.catalog.read_text())["tasks"]]
     for trials in args.trials:
         job = bench.harbor_jobs(trials, task_ids)
         out = chain.out / f"run-{trials}"

@@ -23,7 +23,6 @@ Usage: python bench/harbor_scale.py [--trials N ...] [--rounds R] [--scale N ...
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import shutil
 import sys
@@ -51,23 +50,6 @@ HARBOR_READER = (
     "        rewards[reward] = rewards.get(reward, 0) + 1\n"
     "print(sorted(rewards.items(), key=repr))\n"
 )
-
-
-def selection_and_tasks() -> tuple[Path, Path, list[str]]:
-    """The scaled release's selection of all its tasks (34,100), made once."""
-    side = bench.Side("new", "this tree", bench.REPO, bench.ENV)
-    root = bench.scaled_release(100, 1)
-    chain = bench.Chain(root, side)
-    selection = chain.out / "selection-all.json"
-    if not selection.exists():
-        shutil.rmtree(chain.release, ignore_errors=True)
-        bench.run([*chain.fetch(), "--all-models"], root)
-        chain.reset()
-        bench.run(chain.tasks(), root)
-        select = [bench.AFBENCH, "job", "select-tasks", f"--catalog={chain.catalog}", "--name=all"]
-        bench.run([*select, f"--output={selection}"], root)
-    task_ids = [t["task_id"] for t in json.loads(chain.catalog.read_text())["tasks"]]
-    return root, selection, task_ids
 
 
 def import_command(selection: Path, job: Path, out: Path, trials: int) -> list:
@@ -98,7 +80,8 @@ def main() -> None:
     where = bench.run([sys.executable, "-c", "import afbench; print(afbench.__file__)"], env=TREE)
     if not where.stdout.strip().startswith(str(bench.REPO / "scripts")):
         sys.exit(f"afbench loads from {where.stdout.strip()}, not this tree")
-    root, selection, task_ids = selection_and_tasks()
+    side = bench.Side("new", "this tree", bench.REPO, bench.ENV)
+    root, selection, task_ids = bench.selection_and_tasks(side)
     out = bench.WORK / "harbor-scale-out"
 
     def fresh() -> None:

@@ -997,17 +997,26 @@ READ_FLOOR = (
 HARBOR_SPEED = REPO / "bench" / "harbor_speed.py"
 
 
-def harbor(sides: dict[str, Side], notes: dict) -> None:
+def selection_and_tasks(side: Side, rebuild: bool = False) -> tuple[Path, Path, list[str]]:
+    """The scaled release (100 x its tasks, one model set) fetched by `side`, its selection of
+    every task (34,100) and their ids: made once and kept, or made again with `rebuild`."""
     root = scaled_release(100, 1)
-    chain = Chain(root, sides["new"])
-    shutil.rmtree(chain.release, ignore_errors=True)
-    run([*chain.fetch(), "--all-models"], root)
-    chain.reset()
-    run(chain.tasks(), root)
+    chain = Chain(root, side)
     selection = chain.out / "selection-all.json"
-    select = [AFBENCH, "job", "select-tasks", f"--catalog={chain.catalog}", "--name=all"]
-    run([*select, f"--output={selection}"], root)
+    if rebuild or not selection.exists():
+        shutil.rmtree(chain.release, ignore_errors=True)
+        run([*chain.fetch(), "--all-models"], root)
+        chain.reset()
+        run(chain.tasks(), root)
+        select = [AFBENCH, "job", "select-tasks", f"--catalog={chain.catalog}", "--name=all"]
+        run([*select, f"--output={selection}"], root)
     task_ids = [t["task_id"] for t in json.loads(chain.catalog.read_text())["tasks"]]
+    return root, selection, task_ids
+
+
+def harbor(sides: dict[str, Side], notes: dict) -> None:
+    root, selection, task_ids = selection_and_tasks(sides["new"], rebuild=True)
+    chain = Chain(root, sides["new"])
     for trials in (1_000, 10_000, 100_000):
         job = harbor_jobs(trials, task_ids)
         out = chain.out / f"run-{trials}"
