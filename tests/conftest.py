@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
@@ -889,20 +890,13 @@ def run_afbench(
     from afbench.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    here, before = os.getcwd(), {name: os.environ.get(name) for name in env or {}}
-    try:
-        os.environ.update(env or {})
-        if cwd is not None:
-            os.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(args)
-    finally:
-        os.chdir(here)
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+    with (
+        mock.patch.dict(os.environ, env or {}),
+        contextlib.chdir(os.getcwd() if cwd is None else cwd),
+        contextlib.redirect_stdout(out),
+        contextlib.redirect_stderr(err),
+    ):
+        code = main(args)
     return subprocess.CompletedProcess(["afbench", *args], code, out.getvalue(), err.getvalue())
 
 
