@@ -380,25 +380,25 @@ def compactor(catalog: dict):
 
 def _resolved_family(
     order: list[str],
-    bits: dict[str, int],
     errors: dict[str, int],
-    masks: list[int],
+    counts: dict[str, list[int]],
+    solved: dict[str, list[int]],
     pairs: list[dict],
 ) -> dict[str, tuple[list[float], list[float]]]:
     """Per model with infrastructure errors: the whole family's sign-flip p-values and their
     Holm adjustment with that model's errors counted as solved (every other model as
-    reported). Only the pairs with that model change; the rest keep their p."""
+    reported). Only the pairs with that model change; the rest keep their p. `counts` and
+    `solved`: each model's successes by source, without and with its errors."""
     reported = [p["p_sign_flip"] for p in pairs]
     family = {}
-    counts = {model: by_source(bits[model], masks) for model in order}
     for model in order:
         if not errors[model]:
             continue
-        solved = {**counts, model: by_source(bits[model] | errors[model], masks)}
+        resolved = {**counts, model: solved[model]}
         p = list(reported)
         for i, pair in enumerate(pairs):
             if model in (pair["a"], pair["b"]):
-                p[i] = sign_flip_p(count_differences(solved[pair["a"]], solved[pair["b"]]))
+                p[i] = sign_flip_p(count_differences(resolved[pair["a"]], resolved[pair["b"]]))
         family[model] = (p, holm(p))
     return family
 
@@ -447,7 +447,9 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
     errors = {imp["model"]: _errors(imp, tasks) for imp in imports}
     n = imports[0]["tasks"]
     pairs = paired_tests(order, bits, n, tasks.masks)
-    family = _resolved_family(order, bits, errors, tasks.masks, pairs)
+    counts = {model: by_source(bits[model], tasks.masks) for model in order}
+    solved = {model: by_source(bits[model] | errors[model], tasks.masks) for model in order}
+    family = _resolved_family(order, errors, counts, solved, pairs)
     resolved = []
     for pair in pairs:
         a, b = bits[pair["a"]], bits[pair["b"]]
@@ -455,15 +457,12 @@ def paired_comparisons(imports: list[dict], catalog: dict, confidence: float) ->
             resolved.append(discordant_counts(won, lost))
     resolved_p = mcnemar_exact_many(resolved)
 
-    counts = {model: by_source(bits[model], tasks.masks) for model in order}
-    solved = {model: by_source(bits[model] | errors[model], tasks.masks) for model in order}
-
     def clustered(a: int, b: int, count_a: list[int], count_b: list[int]) -> dict:
         # in a source, only a = a's successes - both's, only b = b's successes - both's
         both = by_source(a & b, tasks.masks)
         return clustered_difference_from_counts(
-            [x - y for x, y in zip(count_a, both, strict=True)],
-            [x - y for x, y in zip(count_b, both, strict=True)],
+            count_differences(count_a, both),
+            count_differences(count_b, both),
             tasks.sizes,
             confidence,
         )
