@@ -260,6 +260,10 @@ def test_the_user_report_shows_the_runs_pass_at_k_as_the_pipeline_report_does(
     assert warning.startswith(f"run '{json.loads(runs[0].read_text())['run']}' is shown without")
     assert "field 'task_id': a task that is not in the catalog" in warning
     assert _pass_at_k_section(tmp_path / "w/index.html") == ""
+    (alone / "attempts.csv").write_text(attempts.replace(",accepted,", ",acepted,", 1))
+    with pytest.raises(AfbenchError, match="not an attempt's outcome"):
+        afbench("report", *inputs, run, "--output-dir", tmp_path / "x")
+    assert not (tmp_path / "x").exists()
 
 
 def test_the_compared_text_is_what_a_reader_sees_and_no_machine_fact():

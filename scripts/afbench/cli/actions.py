@@ -259,8 +259,8 @@ def render_report(given) -> list[str]:
     `history`: a history across revisions, from the other revisions' store partitions, the
     comparable subsets and the runs' outcomes (report_history); `pass_at_k`: the runs' pass@k
     (afbench.runs.passk), shown beside them, not in the analysis; None (the user's door): each
-    run's pass@k made here from the attempts.csv in its folder, where there is one (a run whose
-    pass@k cannot be made is shown without it, and said: the returned warnings)."""
+    run's pass@k made here from the attempts.csv in its folder, where there is one (a run of tasks
+    the catalog does not have is shown without it, and said: the returned warnings)."""
     if len(given.task_table) > 1:
         raise AfbenchError("one task table at most", field="--task-table")
     if len(given.comparisons) > 1:
@@ -377,19 +377,24 @@ def runs_pass_at_k(
 ) -> tuple[list[dict], list[str]]:
     """Each run's pass@k (afbench.runs.passk), as the pipeline's pass-at-k job makes it, from
     the attempts.csv its import wrote beside its summary; a run without one has none, and one
-    whose attempts the job would refuse (of another catalog's tasks) has none and a warning
-    saying why."""
+    with tasks the catalog does not have (of another release) has none and a warning saying
+    why; any other refusal of its attempts is the job's."""
     from afbench.runs.passk import read_attempt_rows, run_pass_at_k
 
     records, warnings = [], []
+    in_catalog = {t["task_id"] for t in catalog["tasks"]}
     for path, summary in zip(run_paths, runs, strict=True):
         attempts = Path(path).parent / RUN_FILES["attempts"]
         if not attempts.is_file():
             continue
+        rows = read_attempt_rows(attempts)
         try:
-            rows = read_attempt_rows(attempts)
             records.append(run_pass_at_k(summary, rows, str(attempts), catalog, confidence))
         except AfbenchError as refused:
+            # only a run of tasks the catalog does not have (of another release) is shown
+            # without its pass@k; a damaged table is refused as the job refuses it
+            if all(row["task_id"] in in_catalog for row in rows):
+                raise
             warnings.append(f"run '{summary['run']}' is shown without its pass@k: {refused}")
     return records, warnings
 
